@@ -1,0 +1,72 @@
+// Kernel reflection: everything a runtime needs to run a compiled module (see docs/ABI.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace m2v {
+
+// Specialization-constant ids fixed by the ABI.
+inline constexpr uint32_t kFunctionConstantDefinedSpecBase = 65536;
+inline constexpr uint32_t kWorkgroupSizeSpecBase = 131072;
+inline constexpr uint32_t kThreadgroupLengthSpecBase = 131088;
+inline constexpr uint32_t kPushConstantLimit = 128;
+inline constexpr uint32_t kPushGridOffset = 0;
+inline constexpr uint32_t kPushArgsOffset = 16;
+
+enum class ParamKind { Buffer, Threadgroup, Builtin };
+
+struct KernelParam {
+  std::string name;
+  std::string type;           // Metal spelling, e.g. "const device float*"
+  std::string addressSpace;   // "device", "constant", "threadgroup", "thread" or ""
+  ParamKind kind = ParamKind::Buffer;
+  uint32_t index = 0;         // [[buffer(n)]] / [[threadgroup(n)]]
+  std::string builtin;        // Metal attribute name for builtins
+  std::string functionConstant;  // [[function_constant(name)]] guard, if any
+};
+
+struct PushArg {
+  uint32_t buffer = 0;  // [[buffer(n)]] index
+  uint32_t offset = 0;  // byte offset in the push block, or in the argument buffer
+};
+
+struct FunctionConstant {
+  std::string name;
+  std::string type;  // "bool", "int", "uint", "float", "half", "short", "ushort", ...
+  uint32_t index = 0;
+  uint32_t specId = 0;
+  uint32_t definedSpecId = 0;
+};
+
+struct DynamicThreadgroupMemory {
+  uint32_t index = 0;
+  uint32_t specId = 0;
+};
+
+struct KernelReflection {
+  std::string entry;
+  std::string spirvEntry = "main";
+  std::string source;
+  uint32_t line = 0;
+  std::vector<KernelParam> params;
+  uint32_t pushConstantSize = 16;
+  bool argumentBuffer = false;
+  std::vector<PushArg> args;
+  std::vector<FunctionConstant> functionConstants;
+  uint32_t staticThreadgroupBytes = 0;
+  std::vector<DynamicThreadgroupMemory> dynamicThreadgroupMemory;
+  uint32_t requiredSubgroupSize = 0;
+  std::vector<std::string> capabilities;
+  std::vector<std::string> extensions;
+
+  const PushArg* argForBuffer(uint32_t index) const;
+};
+
+std::string toJson(const KernelReflection& r, int indent = 2);
+// Returns std::nullopt and sets `error` when the text is not a valid reflection document.
+std::optional<KernelReflection> reflectionFromJson(const std::string& text, std::string* error = nullptr);
+
+}  // namespace m2v
