@@ -1,0 +1,503 @@
+// Runs clang 22 in process on rewritten Metal source and reads kernel facts from the AST.
+#include <clang/AST/ASTConsumer.h>
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/Attr.h>
+#include <clang/AST/Mangle.h>
+#include <clang/AST/RecursiveASTVisitor.h>
+#include <clang/Basic/DiagnosticOptions.h>
+#include <clang/CodeGen/CodeGenAction.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/MultiplexConsumer.h>
+#include <clang/Lex/PreprocessorOptions.h>
+#include <llvm/IR/DebugInfoMetadata.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/IR/Instruction.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/VirtualFileSystem.h>
+
+#include <mutex>
+
+#include "EmbeddedHeaders.h"
+#include "Frontend.h"
+
+namespace m2v::frontend {
+
+static constexpr const char* kStdlibRoot = "/__m2v/include";
+
+// ---------------------------------------------------------------------------------------------------------------
+// SourceMap
+
+void SourceMap::add(const std::string& path, std::string original, RewrittenSource rewritten) {
+  files_[path] = File{std::move(original), std::move(rewritten)};
+}
+
+const RewrittenSource* SourceMap::rewritten(const std::string& path) const {
+  auto it = files_.find(path);
+  return it == files_.end() ? nullptr : &it->second.rewritten;
+}
+
+void SourceMap::locate(Diagnostic& d, const std::string& path, uint32_t line, uint32_t column) const {
+  d.file = path;
+  d.line = line;
+  d.column = column;
+  auto it = files_.find(path);
+  if (it == files_.end() || line == 0) return;
+  const File& f = it->second;
+  // Offset of the line start in the rewritten text (lines are identical in number in both texts).
+  auto lineStart = [](const std::string& text, uint32_t ln) -> size_t {
+    size_t off = 0;
+    for (uint32_t i = 1; i < ln && off != std::string::npos; ++i) {
+      off = text.find('\n', off);
+      if (off != std::string::npos) ++off;
+    }
+    return off == std::string::npos ? text.size() : off;
+  };
+  size_t rw = lineStart(f.rewritten.text, line) + (column ? column - 1 : 0);
+  size_t orig = f.rewritten.originalOffset(rw);
+  size_t origLine = lineStart(f.original, line);
+  if (orig >= origLine) d.column = static_cast<uint32_t>(orig - origLine + 1);
+  size_t end = f.original.find('\n', origLine);
+  d.sourceLine = f.original.substr(origLine, end == std::string::npos ? std::string::npos : end - origLine);
+}
+
+void reportAt(Diagnostics& diags, const SourceMap& sources, const llvm::Instruction* inst, Severity severity,
+              std::string message) {
+  Diagnostic d{severity, {}, 0, 0, std::move(message), {}};
+  if (inst) {
+    if (const llvm::DebugLoc& loc = inst->getDebugLoc()) {
+      const llvm::DILocation* di = loc.get();
+      // Report where the user wrote it: the outermost location that is not in our own headers.
+      while (di->getInlinedAt() && llvm::StringRef(di->getFilename()).starts_with(kStdlibRoot))
+        di = di->getInlinedAt();
+      std::string path = di->getFilename().str();
+      if (!di->getDirectory().empty() && !llvm::sys::path::is_absolute(path) && !sources.rewritten(path))
+        path = (di->getDirectory() + "/" + di->getFilename()).str();
+      sources.locate(d, path, di->getLine(), di->getColumn());
+    }
+  }
+  diags.report(std::move(d));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// File system: user files are read through the Metal rewriter; our headers come from memory.
+
+namespace {
+
+class RewrittenFile : public llvm::vfs::File {
+ public:
+  RewrittenFile(llvm::vfs::Status status, std::string text) : status_(std::move(status)), text_(std::move(text)) {}
+  llvm::ErrorOr<llvm::vfs::Status> status() override { return status_; }
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> getBuffer(const llvm::Twine& name, int64_t, bool, bool) override {
+    return llvm::MemoryBuffer::getMemBufferCopy(text_, name.str());
+  }
+  std::error_code close() override { return {}; }
+
+ private:
+  llvm::vfs::Status status_;
+  std::string text_;
+};
+
+class RewritingFileSystem : public llvm::vfs::ProxyFileSystem {
+ public:
+  RewritingFileSystem(llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> base, SourceMap& sources)
+      : ProxyFileSystem(std::move(base)), sources_(sources) {}
+
+  llvm::ErrorOr<llvm::vfs::Status> status(const llvm::Twine& path) override {
+    auto st = ProxyFileSystem::status(path);
+    if (!st || !st->isRegularFile()) return st;
+    const std::string* text = rewrite(path.str());
+    if (!text) return st;
+    return llvm::vfs::Status::copyWithNewSize(*st, text->size());
+  }
+
+  llvm::ErrorOr<std::unique_ptr<llvm::vfs::File>> openFileForRead(const llvm::Twine& path) override {
+    auto st = ProxyFileSystem::status(path);
+    if (!st) return st.getError();
+    const std::string* text = rewrite(path.str());
+    if (!text) return ProxyFileSystem::openFileForRead(path);
+    return std::unique_ptr<llvm::vfs::File>(
+        new RewrittenFile(llvm::vfs::Status::copyWithNewSize(*st, text->size()), *text));
+  }
+
+ private:
+  const std::string* rewrite(const std::string& path) {
+    if (const RewrittenSource* r = sources_.rewritten(path)) return &r->text;
+    auto buf = ProxyFileSystem::getBufferForFile(path);
+    if (!buf) return nullptr;
+    std::string original = (*buf)->getBuffer().str();
+    RewrittenSource rw = rewriteMetalSource(original);
+    sources_.add(path, std::move(original), std::move(rw));
+    return &sources_.rewritten(path)->text;
+  }
+  SourceMap& sources_;
+};
+
+// Turns clang's diagnostics into ours, with locations in the original (un-rewritten) source.
+class DiagnosticForwarder : public clang::DiagnosticConsumer {
+ public:
+  DiagnosticForwarder(Diagnostics& diags, const SourceMap& sources) : diags_(diags), sources_(sources) {}
+
+  void HandleDiagnostic(clang::DiagnosticsEngine::Level level, const clang::Diagnostic& info) override {
+    DiagnosticConsumer::HandleDiagnostic(level, info);
+    llvm::SmallString<256> text;
+    info.FormatDiagnostic(text);
+    Severity sev = Severity::Error;
+    switch (level) {
+      case clang::DiagnosticsEngine::Ignored: return;
+      case clang::DiagnosticsEngine::Note: sev = Severity::Note; break;
+      case clang::DiagnosticsEngine::Remark:
+      case clang::DiagnosticsEngine::Warning: sev = Severity::Warning; break;
+      default: sev = Severity::Error; break;
+    }
+    Diagnostic d{sev, {}, 0, 0, text.str().str(), {}};
+    if (info.hasSourceManager() && info.getLocation().isValid()) {
+      const clang::SourceManager& sm = info.getSourceManager();
+      clang::SourceLocation loc = sm.getFileLoc(info.getLocation());
+      clang::PresumedLoc p = sm.getPresumedLoc(loc);
+      if (p.isValid()) sources_.locate(d, p.getFilename(), p.getLine(), p.getColumn());
+    }
+    diags_.report(std::move(d));
+  }
+
+ private:
+  Diagnostics& diags_;
+  const SourceMap& sources_;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernel facts from the AST
+
+std::optional<std::string> annotation(const clang::Decl* d, llvm::StringRef name, const clang::ASTContext& ctx,
+                                      bool* present = nullptr) {
+  for (const auto* a : d->specific_attrs<clang::AnnotateAttr>()) {
+    if (a->getAnnotation() != name) continue;
+    if (present) *present = true;
+    if (a->args_size() == 0) return std::string();
+    const clang::Expr* e = (*a->args_begin())->IgnoreParenImpCasts();
+    if (const auto* s = llvm::dyn_cast<clang::StringLiteral>(e)) return s->getString().str();
+    if (e->isValueDependent()) return std::nullopt;
+    clang::Expr::EvalResult r;
+    if (e->EvaluateAsInt(r, ctx)) return std::to_string(r.Val.getInt().getExtValue());
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool hasAnnotation(const clang::Decl* d, llvm::StringRef name) {
+  for (const auto* a : d->specific_attrs<clang::AnnotateAttr>())
+    if (a->getAnnotation() == name) return true;
+  return false;
+}
+
+const char* addressSpaceName(clang::LangAS as) {
+  if (!clang::isTargetAddressSpace(as)) return "thread";
+  switch (clang::toTargetAddressSpace(as)) {
+    case 1: return "device";
+    case 2: return "constant";
+    case 3: return "threadgroup";
+    default: return "thread";
+  }
+}
+
+// Metal's spelling of a type: address spaces by name, our vector typedefs by their Metal names.
+std::string metalTypeName(clang::QualType t, const clang::PrintingPolicy& pp) {
+  std::string quals;
+  if (t.isConstQualified()) quals += "const ";
+  if (t.isVolatileQualified()) quals += "volatile ";
+  if (t.getAddressSpace() != clang::LangAS::Default) quals += std::string(addressSpaceName(t.getAddressSpace())) + " ";
+  clang::QualType bare = t.getUnqualifiedType();
+  if (const auto* p = bare->getAs<clang::PointerType>()) return quals.empty() ? metalTypeName(p->getPointeeType(), pp) + "*" : metalTypeName(p->getPointeeType(), pp) + "* " + quals;
+  if (const auto* r = bare->getAs<clang::ReferenceType>()) return metalTypeName(r->getPointeeType(), pp) + "&";
+  clang::QualType local = bare;
+  local.removeLocalFastQualifiers();
+  std::string name = local.getAsString(pp);
+  // Strip our internal spellings.
+  for (const char* ns : {"metal::", "__m2v::"}) {
+    size_t pos;
+    while ((pos = name.find(ns)) != std::string::npos) name.erase(pos, strlen(ns));
+  }
+  return quals + name;
+}
+
+class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollector> {
+ public:
+  KernelFactsCollector(clang::ASTContext& ctx, FrontendOutput& out, Diagnostics& diags, const SourceMap& sources)
+      : ctx_(ctx), out_(out), diags_(diags), sources_(sources), mangler_(ctx.createMangleContext()) {
+    pp_.SuppressTagKeyword = true;
+    pp_.FullyQualifiedName = false;
+  }
+
+  bool shouldVisitTemplateInstantiations() const { return true; }
+
+  bool VisitVarDecl(clang::VarDecl* vd) {
+    if (!vd->hasGlobalStorage() || vd->isStaticLocal()) return true;
+    bool present = false;
+    auto idx = annotation(vd, "m2v.function_constant", ctx_, &present);
+    if (!present) return true;
+    if (!idx) {
+      error(vd->getLocation(), "function constant index of '" + vd->getNameAsString() + "' is not a constant integer");
+      return true;
+    }
+    FunctionConstantFacts fc;
+    fc.name = vd->getNameAsString();
+    fc.type = metalTypeName(vd->getType().getUnqualifiedType(), pp_);
+    fc.index = static_cast<uint32_t>(std::stoul(*idx));
+    fc.mangledName = mangle(vd);
+    out_.functionConstants.push_back(fc);
+    return true;
+  }
+
+  bool VisitFunctionDecl(clang::FunctionDecl* fd) {
+    if (!fd->doesThisDeclarationHaveABody() && !fd->isTemplateInstantiation()) return true;
+    if (fd->isDependentContext()) return true;
+    bool hostNamed = false;
+    auto hostName = annotation(fd, "m2v.host_name", ctx_, &hostNamed);
+    bool isKernel = hasAnnotation(fd, "m2v.kernel");
+    if (!hostNamed && !isKernel) return true;
+    if (!hostNamed && fd->getTemplatedKind() != clang::FunctionDecl::TK_NonTemplate) return true;
+    if (!fd->hasBody()) return true;
+    if (!seen_.insert(fd->getCanonicalDecl()).second) return true;
+
+    EntryFacts e;
+    e.entryName = hostNamed && hostName ? *hostName : fd->getNameAsString();
+    e.mangledName = mangle(fd);
+    clang::PresumedLoc p = ctx_.getSourceManager().getPresumedLoc(
+        ctx_.getSourceManager().getFileLoc(fd->getLocation()));
+    if (p.isValid()) {
+      Diagnostic d;
+      sources_.locate(d, p.getFilename(), p.getLine(), p.getColumn());
+      e.file = d.file;
+      e.line = d.line;
+      e.column = d.column;
+    }
+    if (!fd->getReturnType()->isVoidType()) {
+      error(fd->getLocation(), "kernel '" + e.entryName + "' must return void");
+      return true;
+    }
+    for (const clang::ParmVarDecl* pd : fd->parameters()) {
+      ParamFacts pf;
+      pf.param.name = pd->getNameAsString();
+      clang::QualType t = pd->getType();
+      pf.param.type = metalTypeName(t, pp_);
+      clang::QualType pointee = t;
+      if (t->isPointerType()) pointee = t->getPointeeType();
+      if (t->isReferenceType()) pointee = t->getPointeeType();
+      if (pointee != t) pf.param.addressSpace = addressSpaceName(pointee.getAddressSpace());
+      pf.valueType = metalTypeName(pointee.getUnqualifiedType(), pp_);
+      if (auto fc = annotation(pd, "m2v.function_constant_ref", ctx_)) pf.param.functionConstant = *fc;
+      bool present = false;
+      if (auto unsupported = annotation(pd, "m2v.unsupported_attribute", ctx_, &present); present) {
+        unsupportedAt(pd->getLocation(), "kernel parameter attribute [[" + unsupported.value_or("?") +
+                                             "]] (textures, samplers, stage_in and argument buffers are not "
+                                             "supported yet)");
+        return true;
+      }
+      if (auto b = annotation(pd, "m2v.builtin", ctx_, &present); present) {
+        pf.param.kind = ParamKind::Builtin;
+        pf.param.builtin = b.value_or("");
+      } else if (auto idx = annotation(pd, "m2v.buffer", ctx_, &present); present) {
+        if (!idx) { error(pd->getLocation(), "buffer index of '" + pf.param.name + "' is not a constant integer"); return true; }
+        pf.param.kind = ParamKind::Buffer;
+        pf.param.index = static_cast<uint32_t>(std::stoul(*idx));
+      } else if (auto idx = annotation(pd, "m2v.threadgroup", ctx_, &present); present) {
+        if (!idx) { error(pd->getLocation(), "threadgroup index of '" + pf.param.name + "' is not a constant integer"); return true; }
+        pf.param.kind = ParamKind::Threadgroup;
+        pf.param.index = static_cast<uint32_t>(std::stoul(*idx));
+      } else if (t->isPointerType() || t->isReferenceType()) {
+        // Metal assigns buffer indices in order to pointer arguments without an attribute.
+        pf.param.kind = ParamKind::Buffer;
+        pf.param.index = nextImplicitBuffer(e);
+      } else {
+        error(pd->getLocation(), "kernel parameter '" + pf.param.name +
+                                     "' needs an attribute ([[buffer(n)]], [[threadgroup(n)]] or a built-in such as "
+                                     "[[thread_position_in_grid]])");
+        return true;
+      }
+      e.params.push_back(pf);
+    }
+    out_.entries.push_back(std::move(e));
+    return true;
+  }
+
+ private:
+  static uint32_t nextImplicitBuffer(const EntryFacts& e) {
+    uint32_t next = 0;
+    for (const ParamFacts& p : e.params)
+      if (p.param.kind == ParamKind::Buffer) next = std::max(next, p.param.index + 1);
+    return next;
+  }
+
+  std::string mangle(const clang::NamedDecl* d) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    if (const auto* fd = llvm::dyn_cast<clang::FunctionDecl>(d)) {
+      if (!mangler_->shouldMangleDeclName(fd)) return fd->getName().str();
+      mangler_->mangleName(clang::GlobalDecl(fd), os);
+    } else {
+      if (!mangler_->shouldMangleDeclName(d)) return d->getName().str();
+      mangler_->mangleName(clang::GlobalDecl(llvm::cast<clang::VarDecl>(d)), os);
+    }
+    return s;
+  }
+
+  void at(clang::SourceLocation loc, Severity sev, std::string message) {
+    Diagnostic d{sev, {}, 0, 0, std::move(message), {}};
+    const clang::SourceManager& sm = ctx_.getSourceManager();
+    clang::PresumedLoc p = sm.getPresumedLoc(sm.getFileLoc(loc));
+    if (p.isValid()) sources_.locate(d, p.getFilename(), p.getLine(), p.getColumn());
+    diags_.report(std::move(d));
+  }
+  void error(clang::SourceLocation loc, std::string m) { at(loc, Severity::Error, std::move(m)); }
+  void unsupportedAt(clang::SourceLocation loc, std::string m) { at(loc, Severity::Unsupported, std::move(m)); }
+
+  clang::ASTContext& ctx_;
+  FrontendOutput& out_;
+  Diagnostics& diags_;
+  const SourceMap& sources_;
+  std::unique_ptr<clang::MangleContext> mangler_;
+  clang::PrintingPolicy pp_{clang::LangOptions()};
+  llvm::DenseSet<const clang::Decl*> seen_;
+};
+
+class KernelFactsConsumer : public clang::ASTConsumer {
+ public:
+  KernelFactsConsumer(FrontendOutput& out, Diagnostics& diags, const SourceMap& sources)
+      : out_(out), diags_(diags), sources_(sources) {}
+  void HandleTranslationUnit(clang::ASTContext& ctx) override {
+    if (ctx.getDiagnostics().hasErrorOccurred()) return;
+    KernelFactsCollector c(ctx, out_, diags_, sources_);
+    c.TraverseDecl(ctx.getTranslationUnitDecl());
+  }
+
+ private:
+  FrontendOutput& out_;
+  Diagnostics& diags_;
+  const SourceMap& sources_;
+};
+
+class MetalCodeGenAction : public clang::EmitLLVMOnlyAction {
+ public:
+  MetalCodeGenAction(llvm::LLVMContext* ctx, FrontendOutput& out, Diagnostics& diags, const SourceMap& sources)
+      : EmitLLVMOnlyAction(ctx), out_(out), diags_(diags), sources_(sources) {}
+
+ protected:
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance& ci, llvm::StringRef file) override {
+    std::vector<std::unique_ptr<clang::ASTConsumer>> consumers;
+    // Facts first: they must be read before code generation finishes the module.
+    consumers.push_back(std::make_unique<KernelFactsConsumer>(out_, diags_, sources_));
+    consumers.push_back(EmitLLVMOnlyAction::CreateASTConsumer(ci, file));
+    return std::make_unique<clang::MultiplexConsumer>(std::move(consumers));
+  }
+
+ private:
+  FrontendOutput& out_;
+  Diagnostics& diags_;
+  const SourceMap& sources_;
+};
+
+llvm::IntrusiveRefCntPtr<llvm::vfs::InMemoryFileSystem> stdlibFileSystem() {
+  auto fs = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+  for (const EmbeddedFile& f : embeddedHeaders())
+    fs->addFile(std::string(kStdlibRoot) + "/" + std::string(f.path), 0, llvm::MemoryBuffer::getMemBuffer(f.contents, f.path));
+  return fs;
+}
+
+// The `[[...]]` attributes reach the IR as annotation intrinsics (with argument globals clang types wrongly for
+// spir64); everything they say was read from the AST already.
+void stripAnnotations(llvm::Module& m) {
+  std::vector<llvm::Function*> annotationFns;
+  for (llvm::Function& f : m)
+    if (f.getIntrinsicID() == llvm::Intrinsic::var_annotation || f.getIntrinsicID() == llvm::Intrinsic::ptr_annotation)
+      annotationFns.push_back(&f);
+  for (llvm::Function* f : annotationFns) {
+    for (llvm::User* u : llvm::make_early_inc_range(f->users())) {
+      auto* call = llvm::cast<llvm::CallInst>(u);
+      if (!call->getType()->isVoidTy()) call->replaceAllUsesWith(call->getArgOperand(0));
+      call->eraseFromParent();
+    }
+    f->eraseFromParent();
+  }
+  if (llvm::GlobalVariable* g = m.getGlobalVariable("llvm.global.annotations")) g->eraseFromParent();
+  for (llvm::GlobalVariable& g : llvm::make_early_inc_range(m.globals()))
+    if (g.getSection() == "llvm.metadata" && g.use_empty()) g.eraseFromParent();
+  for (llvm::GlobalVariable& g : llvm::make_early_inc_range(m.globals()))
+    if (g.getName().starts_with(".args") && g.use_empty()) g.eraseFromParent();
+  for (llvm::GlobalVariable& g : llvm::make_early_inc_range(m.globals()))
+    if (g.getName().starts_with(".str") && g.use_empty()) g.eraseFromParent();
+}
+
+}  // namespace
+
+FrontendOutput runFrontend(const std::string& source, const std::string& name, const CompileOptions& options,
+                           SourceMap& sources, Diagnostics& diags) {
+  FrontendOutput out;
+  out.context = std::make_unique<llvm::LLVMContext>();
+
+  // The main file is rewritten here; included files are rewritten as they are opened.
+  std::string mainPath = name;
+  sources.add(mainPath, source, rewriteMetalSource(source));
+
+  auto overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(
+      llvm::makeIntrusiveRefCnt<RewritingFileSystem>(llvm::vfs::getRealFileSystem(), sources));
+  auto mainFs = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+  mainFs->addFile(mainPath, 0, llvm::MemoryBuffer::getMemBufferCopy(sources.rewritten(mainPath)->text, mainPath));
+  overlay->pushOverlay(mainFs);
+  overlay->pushOverlay(stdlibFileSystem());
+
+  std::vector<std::string> args = {
+      "-triple", "spir64-unknown-unknown", "-emit-llvm", "-x", "c++", "-std=c++17", "-O2", "-disable-llvm-passes", "-disable-llvm-verifier",
+      "-fno-rtti", "-ffp-contract=on", "-fno-threadsafe-statics", "-nostdsysteminc", "-nobuiltininc",
+      "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit", "20",
+      "-fgnuc-version=4.2.1", "-Wno-unknown-attributes", "-Wno-ignored-attributes",
+      "-D__METAL_VERSION__=320", "-D__METAL__=1", "-D__HAVE_NATIVE_BFLOAT__=1", "-D__METAL2VK__=1",
+      "-I", std::string(kStdlibRoot)};
+  std::string dir = llvm::sys::path::parent_path(mainPath).str();
+  if (!dir.empty()) args.insert(args.end(), {"-I", dir});
+  for (const std::string& inc : options.includeDirs) args.insert(args.end(), {"-I", inc});
+  for (const auto& [k, v] : options.defines) args.push_back("-D" + k + (v.empty() ? "" : "=" + v));
+  args.push_back(mainPath);
+
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+
+  auto forwarder = std::make_unique<DiagnosticForwarder>(diags, sources);
+  clang::DiagnosticOptions diagOpts;
+  auto invocation = std::make_shared<clang::CompilerInvocation>();
+  {
+    clang::DiagnosticsEngine argDiags(llvm::makeIntrusiveRefCnt<clang::DiagnosticIDs>(), diagOpts, forwarder.get(),
+                                      false);
+    if (!clang::CompilerInvocation::CreateFromArgs(*invocation, argv, argDiags)) {
+      diags.internal("invalid front-end arguments");
+      return out;
+    }
+  }
+  clang::CompilerInstance ci(invocation);
+  ci.setVirtualFileSystem(overlay);
+  ci.createDiagnostics(forwarder.get(), false);
+  ci.createFileManager();
+
+  MetalCodeGenAction action(out.context.get(), out, diags, sources);
+  bool ok = ci.ExecuteAction(action);
+  if (!ok || ci.getDiagnostics().hasErrorOccurred() || diags.hasErrors()) return out;
+  out.module = action.takeModule();
+  if (!out.module) {
+    diags.internal("clang produced no LLVM module");
+    return out;
+  }
+  stripAnnotations(*out.module);
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (llvm::verifyModule(*out.module, &os)) {
+    diags.internal("clang produced invalid LLVM IR: " + err);
+    out.module.reset();
+  }
+  return out;
+}
+
+}  // namespace m2v::frontend

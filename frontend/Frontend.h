@@ -1,0 +1,76 @@
+// Front end: Metal source to LLVM IR with clang 22, plus the kernel facts read from the AST.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "MslRewriter.h"
+#include "metal2vk/compiler.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class Instruction;
+class Function;
+}  // namespace llvm
+
+namespace m2v::frontend {
+
+// A kernel parameter as the AST describes it.
+struct ParamFacts {
+  KernelParam param;
+  std::string valueType;  // Metal spelling of the pointee / value type, e.g. "float", "uint3"
+};
+
+// One entry point: a `[[kernel]]` function or a `[[host_name]]` explicit instantiation.
+struct EntryFacts {
+  std::string entryName;    // what the host calls it
+  std::string mangledName;  // the LLVM function clang emitted
+  std::string file;
+  uint32_t line = 0, column = 0;
+  std::vector<ParamFacts> params;
+};
+
+struct FunctionConstantFacts {
+  std::string name;
+  std::string mangledName;  // the LLVM global variable
+  std::string type;         // Metal spelling
+  uint32_t index = 0;
+};
+
+// Original text of every file the front end read, for diagnostics after rewriting.
+class SourceMap {
+ public:
+  void add(const std::string& path, std::string original, RewrittenSource rewritten);
+  // Fills file/line/column/sourceLine of `d` from a position in the rewritten buffer of `path`.
+  void locate(Diagnostic& d, const std::string& path, uint32_t line, uint32_t rewrittenColumn) const;
+  const RewrittenSource* rewritten(const std::string& path) const;
+
+ private:
+  struct File {
+    std::string original;
+    RewrittenSource rewritten;
+  };
+  std::map<std::string, File> files_;
+};
+
+struct FrontendOutput {
+  std::unique_ptr<llvm::LLVMContext> context;
+  std::unique_ptr<llvm::Module> module;
+  std::vector<EntryFacts> entries;
+  std::vector<FunctionConstantFacts> functionConstants;
+};
+
+// Parses `source` (named `name`) and emits LLVM IR for the whole translation unit. Returns no module on errors
+// (reported to `diags`).
+FrontendOutput runFrontend(const std::string& source, const std::string& name, const CompileOptions& options,
+                           SourceMap& sources, Diagnostics& diags);
+
+// Reports `message` at the source position of `inst` (from its debug location), or without one.
+void reportAt(Diagnostics& diags, const SourceMap& sources, const llvm::Instruction* inst, Severity severity,
+              std::string message);
+
+}  // namespace m2v::frontend

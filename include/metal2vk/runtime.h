@@ -1,0 +1,280 @@
+// metal2vk runtime: runs compiled modules (docs/ABI.md) with Metal's dispatch semantics on a Vulkan 1.3 device.
+//
+// Recording model (Metal terms -> Vulkan terms), all in this header:
+//   Device  - VkInstance + VkPhysicalDevice + VkDevice + one compute queue. Owns the pipeline caches.
+//   Buffer  - a device-local VkBuffer with a 64-bit device address (MTLBuffer). Reference counted: a Stream keeps every
+//             buffer it recorded alive until the GPU has finished with it, so dropping a Buffer early is safe.
+//   Kernel  - SPIR-V module + KernelReflection (MTLFunction). Pipelines (MTLComputePipelineState) are created lazily at
+//             dispatch time, one per (module hash, workgroup size, function constants, threadgroup lengths).
+//   Stream  - command queue + command buffer + compute encoder in one object. Commands (dispatch, upload, fill,
+//             copy, readback) are recorded into a VkCommandBuffer; every `batchSize` dispatches (or at commit /
+//             synchronize) the batch is submitted and signals the stream's timeline semaphore with the next value.
+//             The host blocks ONLY in synchronize(), wait(value) and readback(); nothing on the recording path waits.
+//             Pipeline barriers are inserted only when a command touches a buffer range that an earlier, not yet
+//             barriered command wrote (or writes a range it read).
+//
+// Errors: UsageError (bad arguments), UnsupportedError (the device cannot run the kernel as the ABI requires),
+// DeviceError (timeout, device lost, other Vulkan failures). All derive from m2v::RuntimeError.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "metal2vk/reflection.h"
+
+namespace m2v {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Errors
+class RuntimeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// The caller asked for something invalid: missing binding, threadgroup too large, out-of-range copy, ...
+class UsageError : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+// The device cannot provide what the module requires (e.g. 32-wide subgroups, Int64). Never silently ignored.
+class UnsupportedError : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+// The device failed: timeout, device lost, out of memory, unexpected VkResult. After a timeout or a lost device the
+// Device is "faulted": further submissions throw, and teardown leaks the Vulkan objects instead of hanging on them.
+class DeviceError : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+class TimeoutError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
+};
+class DeviceLostError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Device
+struct DeviceOptions {
+  // Index ("1") or case-insensitive name substring ("llvmpipe"). Empty: env M2V_DEVICE, else device 0.
+  std::string selector;
+  // -1: env M2V_VALIDATION=1 decides; 0/1 force off/on. Needs VK_LAYER_KHRONOS_validation installed.
+  int validation = -1;
+  // Directory for the persisted VkPipelineCache. Empty: env M2V_CACHE_DIR, else ~/.cache/metal2vk. "-" disables.
+  std::string cacheDir;
+  // Host wait limit for synchronize()/readback() in ms. 0: env M2V_TIMEOUT_MS, else 10000.
+  uint32_t timeoutMs = 0;
+};
+
+struct DeviceInfo {
+  std::string name;
+  uint32_t index = 0;
+  uint32_t vendorId = 0, deviceId = 0;
+  std::string type;        // "discrete", "integrated", "cpu", "virtual", "other"
+  uint32_t apiVersion = 0;  // VK_MAKE_API_VERSION packed
+  std::string driver;      // driver name + info
+  uint32_t subgroupSize = 0, minSubgroupSize = 0, maxSubgroupSize = 0;
+  bool requiredSubgroupSizeInCompute = false;  // subgroupSizeControl + compute in requiredSubgroupSizeStages
+  uint32_t maxWorkgroupInvocations = 0;
+  uint32_t maxWorkgroupSize[3] = {0, 0, 0};
+  uint32_t maxWorkgroupCount[3] = {0, 0, 0};
+  uint32_t maxSharedMemoryBytes = 0;
+  uint32_t maxPushConstantsSize = 0;
+  uint32_t maxComputeWorkgroupSubgroups = 0;
+  double timestampPeriodNs = 0;  // 0: no compute timestamps
+  // Optional features, enabled when present.
+  bool shaderInt64 = false, shaderInt16 = false, shaderInt8 = false, shaderFloat16 = false;
+  bool storageBuffer8Bit = false, storageBuffer16Bit = false;
+  bool atomicFloat = false, atomicFloat2 = false, cooperativeMatrix = false;
+  bool validationEnabled = false;
+
+  std::string describe() const;  // one line for the CLI: "device 0: llvmpipe (...) [cpu, Vulkan 1.3.230, ...]"
+};
+
+struct DeviceStats {
+  uint64_t pipelinesCreated = 0;      // vkCreateComputePipelines calls
+  uint64_t pipelineMemoryHits = 0;    // lookups served by the in-memory cache (device-wide)
+  uint64_t diskCacheBytesLoaded = 0;  // size of the VkPipelineCache blob read at startup (0: none)
+  std::string diskCachePath;          // empty when the disk cache is disabled
+};
+
+class Buffer;
+class Kernel;
+class Stream;
+struct StreamOptions;
+struct DeviceState;
+struct BufferObject;
+struct KernelObject;
+struct StreamState;
+
+class Device {
+ public:
+  explicit Device(const DeviceOptions& options = {});
+  ~Device();
+  Device(Device&&) noexcept;
+  Device& operator=(Device&&) noexcept;
+
+  // "index: name [type]" for every Vulkan 1.3 capable device.
+  static std::vector<std::string> list();
+
+  const DeviceInfo& info() const;
+  std::string describe() const { return info().describe(); }
+  DeviceStats stats() const;
+
+  // Validation messages (warnings and errors) recorded since the device was created or last cleared.
+  size_t validationMessageCount() const;
+  std::vector<std::string> validationMessages() const;
+  void clearValidationMessages();
+
+  Buffer createBuffer(size_t bytes);
+  // Throws UnsupportedError when the device cannot honour the reflection (required subgroup size, capabilities).
+  // A required subgroup size is verified once per device by running a probe kernel (drivers have been seen to
+  // report 32 and execute 16 lanes); that is a host wait, at kernel creation only.
+  Kernel createKernel(std::span<const uint32_t> spirv, const KernelReflection& reflection);
+  Stream createStream(const StreamOptions& options);
+  Stream createStream();
+
+  // Writes the VkPipelineCache to disk now (also done on destruction). Atomic: temp file + rename.
+  void savePipelineCache();
+
+  // Raw handles for benchmarks and interop (VkInstance, VkPhysicalDevice, VkDevice, VkQueue as opaque pointers).
+  struct Native {
+    void* instance = nullptr;
+    void* physicalDevice = nullptr;
+    void* device = nullptr;
+    void* queue = nullptr;
+    uint32_t queueFamily = 0;
+  };
+  Native native() const;
+
+  const std::shared_ptr<DeviceState>& state() const { return state_; }
+
+ private:
+  Kernel createKernelUnchecked(std::span<const uint32_t> spirv, const KernelReflection& reflection);
+  uint32_t measureSubgroupWidth(uint32_t requested);
+
+  std::shared_ptr<DeviceState> state_;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Buffer: device-local, device address, shared ownership.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::shared_ptr<BufferObject> object) : object_(std::move(object)) {}
+  size_t size() const;
+  uint64_t deviceAddress() const;
+  explicit operator bool() const { return object_ != nullptr; }
+  const std::shared_ptr<BufferObject>& object() const { return object_; }
+
+ private:
+  std::shared_ptr<BufferObject> object_;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernel: module + reflection. Cheap to copy (shared).
+class Kernel {
+ public:
+  Kernel() = default;
+  explicit Kernel(std::shared_ptr<KernelObject> object) : object_(std::move(object)) {}
+  const KernelReflection& reflection() const;
+  explicit operator bool() const { return object_ != nullptr; }
+  const std::shared_ptr<KernelObject>& object() const { return object_; }
+
+ private:
+  std::shared_ptr<KernelObject> object_;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Stream
+struct StreamOptions {
+  uint32_t batchSize = 256;  // dispatches per submitted command buffer
+  bool timestamps = false;   // GPU time per dispatch, reported by takeTimings() after synchronize()
+};
+
+struct Size3 {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+struct DispatchTiming {
+  std::string kernel;  // reflection entry
+  uint64_t sequence = 0;  // dispatch number in the stream, from 0
+  double gpuNs = 0;
+};
+
+class Stream {
+ public:
+  Stream() = default;
+  explicit Stream(std::unique_ptr<StreamState> state);
+  ~Stream();  // waits (with the device timeout) for this stream's work, then releases it
+  Stream(Stream&&) noexcept;
+  Stream& operator=(Stream&&) noexcept;
+
+  // --- compute encoder state (persists across dispatches, like an MTLComputeCommandEncoder) ---
+  // setKernel clears the function constants and threadgroup memory lengths (they belong to the pipeline);
+  // buffer bindings persist.
+  void setKernel(const Kernel& kernel);
+  // Hazard tracking assumes the kernel may touch [offset, end of buffer) (Metal gives no extent); bindings of
+  // slices of one buffer therefore look dependent. setBufferRange narrows that to [offset, offset + length).
+  void setBuffer(const Buffer& buffer, size_t offset, uint32_t index);
+  void setBufferRange(const Buffer& buffer, size_t offset, size_t length, uint32_t index);
+  // Copies `length` bytes now into a stream-owned upload arena; the kernel receives its device address.
+  void setBytes(const void* data, size_t length, uint32_t index);
+  void setThreadgroupMemoryLength(uint32_t length, uint32_t index);
+  // Function constant by Metal index; converted to the type the reflection declares (bool, int, float, half, ...).
+  void setFunctionConstant(uint32_t index, bool value);
+  void setFunctionConstant(uint32_t index, int32_t value);
+  void setFunctionConstant(uint32_t index, uint32_t value);
+  void setFunctionConstant(uint32_t index, int64_t value);
+  void setFunctionConstant(uint32_t index, float value);
+  void setFunctionConstant(uint32_t index, double value);
+
+  // Metal dispatchThreads: ceil(grid / threadgroup) workgroups, grid passed in push constants.
+  void dispatchThreads(Size3 grid, Size3 threadgroup);
+  // Metal dispatchThreadgroups: `groups` workgroups, grid = groups * threadgroup.
+  void dispatchThreadgroups(Size3 groups, Size3 threadgroup);
+
+  // --- blit commands (recorded in order with the dispatches) ---
+  // Copies `size` bytes from `data` into staging now; the GPU copy runs in order with the other commands.
+  void upload(const Buffer& dst, size_t dstOffset, const void* data, size_t size);
+  // Fills with a repeated 32-bit pattern; offset and size must be multiples of 4.
+  void fill(const Buffer& dst, size_t offset, size_t size, uint32_t pattern);
+  void fillBytes(const Buffer& dst, size_t offset, size_t size, uint8_t value);
+  void copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t size);
+  // Asynchronous readback: `dst` is written during the next synchronize() (or wait() past this command).
+  // `dst` must stay valid until then.
+  void enqueueReadback(const Buffer& src, size_t srcOffset, void* dst, size_t size);
+  // Blocking readback: enqueueReadback + synchronize.
+  void readback(const Buffer& src, size_t srcOffset, void* dst, size_t size);
+
+  // --- submission and completion ---
+  // Submits what has been recorded (Metal commit). Returns the timeline value that marks its completion.
+  uint64_t commit();
+  // Commits and waits for everything recorded so far. Throws TimeoutError / DeviceLostError.
+  void synchronize();
+  // Waits until the timeline reaches `value` (from commit()).
+  void wait(uint64_t value);
+  uint64_t completedValue() const;  // non-blocking
+
+  // Per-dispatch GPU timings collected so far (StreamOptions::timestamps); clears the list.
+  std::vector<DispatchTiming> takeTimings();
+
+  struct Stats {
+    uint64_t dispatches = 0;
+    uint64_t barriers = 0;     // pipeline barriers inserted for hazards
+    uint64_t submissions = 0;  // vkQueueSubmit2 calls
+  };
+  Stats stats() const;
+
+ private:
+  std::unique_ptr<StreamState> state_;
+};
+
+}  // namespace m2v

@@ -1,0 +1,214 @@
+// EntryABIPass: the kernel ABI of docs/ABI.md.
+//
+// `main` reads buffer addresses from the push-constant block (or from an argument buffer when they do not fit),
+// computes Metal's built-ins from Vulkan's, and calls the kernel. Metal's dispatchThreads makes partial threadgroups
+// at the grid's edge: their live threads are packed densely (thread_index_in_threadgroup < threads in this group) and
+// the rest of the workgroup runs no user code.
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "Intrinsics.h"
+#include "Passes.h"
+
+namespace m2v::lower {
+
+namespace {
+
+llvm::Value* callPseudo(llvm::IRBuilder<>& b, const std::string& name, llvm::Type* type,
+                        llvm::ArrayRef<llvm::Value*> args = {}) {
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  std::vector<llvm::Type*> argTypes;
+  for (llvm::Value* a : args) argTypes.push_back(a->getType());
+  llvm::FunctionCallee f = m->getOrInsertFunction(name, llvm::FunctionType::get(type, argTypes, false));
+  auto* fn = llvm::cast<llvm::Function>(f.getCallee());
+  fn->setDoesNotAccessMemory();
+  fn->setDoesNotThrow();
+  fn->addFnAttr(llvm::Attribute::WillReturn);
+  return b.CreateCall(f, args);
+}
+
+// Converts a computed built-in (i32 or <3 x i32>) to the type the kernel declared (uint, ushort2, uint3, ...).
+llvm::Value* convertBuiltin(llvm::IRBuilder<>& b, llvm::Value* v, llvm::Type* target) {
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType());
+  auto* tt = llvm::dyn_cast<llvm::FixedVectorType>(target);
+  llvm::Type* targetElem = tt ? tt->getElementType() : target;
+  if (vt && !tt) v = b.CreateExtractElement(v, uint64_t(0));
+  if (vt && tt && vt->getNumElements() != tt->getNumElements()) {
+    llvm::SmallVector<int, 4> mask;
+    for (unsigned i = 0; i < tt->getNumElements(); ++i) mask.push_back(i < vt->getNumElements() ? int(i) : -1);
+    v = b.CreateShuffleVector(v, mask);
+  }
+  if (!vt && tt) v = b.CreateVectorSplat(tt->getNumElements(), v);
+  if (!targetElem->isIntegerTy()) return nullptr;
+  llvm::Type* dest = tt ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(targetElem, tt->getNumElements()))
+                        : targetElem;
+  return b.CreateZExtOrTrunc(v, dest);
+}
+
+}  // namespace
+
+llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisManager&) {
+  llvm::Function* kernel = m.getFunction(entry.mangledName);
+  if (!kernel) {
+    diags.internal("kernel '" + entry.entryName + "' was not emitted by the front end");
+    return llvm::PreservedAnalyses::all();
+  }
+  if (kernel->arg_size() != entry.params.size()) {
+    diags.internal("kernel '" + entry.entryName + "': the IR signature does not match the Metal signature");
+    return llvm::PreservedAnalyses::all();
+  }
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::Type* i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::Type* i64 = llvm::Type::getInt64Ty(ctx);
+  auto* v3 = llvm::FixedVectorType::get(i32, 3);
+
+  // Push-constant layout.
+  unsigned numBuffers = 0;
+  for (const frontend::ParamFacts& p : entry.params) numBuffers += p.param.kind == ParamKind::Buffer;
+  reflection.argumentBuffer = kPushArgsOffset + 8 * numBuffers > kPushConstantLimit;
+  reflection.pushConstantSize = reflection.argumentBuffer ? kPushArgsOffset + 8 : kPushArgsOffset + 8 * numBuffers;
+  reflection.args.clear();
+
+  auto* mainFn = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), false),
+                                        llvm::GlobalValue::ExternalLinkage, "main", m);
+  auto* entryBB = llvm::BasicBlock::Create(ctx, "entry", mainFn);
+  auto* runBB = llvm::BasicBlock::Create(ctx, "in_grid", mainFn);
+  auto* exitBB = llvm::BasicBlock::Create(ctx, "exit", mainFn);
+  llvm::IRBuilder<> b(entryBB);
+
+  llvm::Value* grid = callPseudo(b, pseudo::kPushGrid, v3);
+  llvm::Value* tg = callPseudo(b, pseudo::kWorkgroupSize, v3);
+  llvm::Value* wg = callPseudo(b, std::string(pseudo::kBuiltinPrefix) + "workgroup_id", v3);
+  llvm::Value* L = callPseudo(b, std::string(pseudo::kBuiltinPrefix) + "local_invocation_index", i32);
+  llvm::Value* origin = b.CreateMul(wg, tg);
+  llvm::Value* partial = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, tg, b.CreateSub(grid, origin));
+  auto comp = [&](llvm::Value* v, unsigned i) { return b.CreateExtractElement(v, uint64_t(i)); };
+  llvm::Value* px = comp(partial, 0);
+  llvm::Value* pxy = b.CreateMul(px, comp(partial, 1));
+  llvm::Value* count = b.CreateMul(pxy, comp(partial, 2));
+  b.CreateCondBr(b.CreateICmpULT(L, count), runBB, exitBB);
+
+  b.SetInsertPoint(runBB);
+  llvm::Value* pos = llvm::PoisonValue::get(v3);
+  pos = b.CreateInsertElement(pos, b.CreateURem(L, px), uint64_t(0));
+  pos = b.CreateInsertElement(pos, b.CreateURem(b.CreateUDiv(L, px), comp(partial, 1)), uint64_t(1));
+  pos = b.CreateInsertElement(pos, b.CreateUDiv(L, pxy), uint64_t(2));
+  llvm::Value* tgTotal = b.CreateMul(b.CreateMul(comp(tg, 0), comp(tg, 1)), comp(tg, 2));
+  auto builtinCall = [&](const char* name, llvm::Type* t) {
+    return callPseudo(b, std::string(pseudo::kBuiltinPrefix) + name, t);
+  };
+  auto ceilDiv = [&](llvm::Value* a, llvm::Value* d) {
+    return b.CreateUDiv(b.CreateAdd(a, b.CreateSub(d, llvm::ConstantInt::get(i32, 1))), d);
+  };
+
+  auto builtinValue = [&](const std::string& n) -> llvm::Value* {
+    if (n == "thread_position_in_grid") return b.CreateAdd(origin, pos);
+    if (n == "thread_position_in_threadgroup") return pos;
+    if (n == "threadgroup_position_in_grid") return wg;
+    if (n == "threads_per_threadgroup") return partial;
+    if (n == "dispatch_threads_per_threadgroup") return tg;
+    if (n == "threadgroups_per_grid") return builtinCall("num_workgroups", v3);
+    if (n == "threads_per_grid" || n == "grid_size" || n == "dispatch_threads_per_grid") return grid;
+    if (n == "grid_origin") return llvm::Constant::getNullValue(v3);
+    if (n == "thread_index_in_threadgroup") return L;
+    if (n == "thread_index_in_simdgroup") return builtinCall("subgroup_local_invocation_id", i32);
+    if (n == "simdgroup_index_in_threadgroup") return builtinCall("subgroup_id", i32);
+    if (n == "threads_per_simdgroup" || n == "thread_execution_width" || n == "simdgroup_size")
+      return builtinCall("subgroup_size", i32);
+    if (n == "simdgroups_per_threadgroup") return ceilDiv(count, builtinCall("subgroup_size", i32));
+    if (n == "dispatch_simdgroups_per_threadgroup") return ceilDiv(tgTotal, builtinCall("subgroup_size", i32));
+    if (n == "quadgroup_index_in_threadgroup") return b.CreateUDiv(L, llvm::ConstantInt::get(i32, 4));
+    if (n == "thread_index_in_quadgroup") return b.CreateURem(L, llvm::ConstantInt::get(i32, 4));
+    if (n == "quadgroups_per_threadgroup") return ceilDiv(count, llvm::ConstantInt::get(i32, 4));
+    if (n == "dispatch_quadgroups_per_threadgroup") return ceilDiv(tgTotal, llvm::ConstantInt::get(i32, 4));
+    if (n == "quadgroup_size") return llvm::ConstantInt::get(i32, 4);
+    return nullptr;
+  };
+
+  llvm::Value* argBuffer = nullptr;
+  if (reflection.argumentBuffer)
+    argBuffer = b.CreateIntToPtr(callPseudo(b, pseudo::kPushI64, i64, {b.getInt32(kPushArgsOffset)}),
+                                 llvm::PointerType::get(ctx, 2));
+
+  std::vector<llvm::Value*> args;
+  unsigned bufferSlot = 0;
+  for (unsigned i = 0; i < entry.params.size(); ++i) {
+    const frontend::ParamFacts& p = entry.params[i];
+    llvm::Argument* formal = kernel->getArg(i);
+    llvm::Type* t = formal->getType();
+    llvm::Value* v = nullptr;
+    switch (p.param.kind) {
+      case ParamKind::Builtin: {
+        llvm::Value* raw = builtinValue(p.param.builtin);
+        if (!raw) {
+          diags.unsupported("built-in [[" + p.param.builtin + "]] of kernel '" + entry.entryName + "'");
+          return llvm::PreservedAnalyses::all();
+        }
+        v = convertBuiltin(b, raw, t);
+        if (!v) {
+          diags.error(entry.file + ":" + std::to_string(entry.line) + ": built-in parameter '" + p.param.name +
+                      "' must have an integer type");
+          return llvm::PreservedAnalyses::all();
+        }
+        break;
+      }
+      case ParamKind::Buffer: {
+        uint32_t offset = reflection.argumentBuffer ? 8 * bufferSlot : kPushArgsOffset + 8 * bufferSlot;
+        ++bufferSlot;
+        reflection.args.push_back({p.param.index, offset});
+        llvm::Value* addr =
+            argBuffer ? static_cast<llvm::Value*>(b.CreateLoad(i64, b.CreateConstGEP1_32(b.getInt8Ty(), argBuffer, offset)))
+                      : callPseudo(b, pseudo::kPushI64, i64, {b.getInt32(offset)});
+        if (t->isPointerTy()) {
+          unsigned as = t->getPointerAddressSpace();
+          if (as != 1 && as != 2) {
+            diags.error("buffer parameter '" + p.param.name + "' of kernel '" + entry.entryName +
+                        "' must point to device or constant memory");
+            return llvm::PreservedAnalyses::all();
+          }
+          if (formal->hasByValAttr()) {
+            diags.unsupported("by-value aggregate buffer parameter '" + p.param.name + "'");
+            return llvm::PreservedAnalyses::all();
+          }
+          v = b.CreateIntToPtr(addr, t);
+        } else {
+          // A by-value argument: its bytes are in a buffer the runtime filled.
+          v = b.CreateLoad(t, b.CreateIntToPtr(addr, llvm::PointerType::get(ctx, 2)));
+        }
+        break;
+      }
+      case ParamKind::Threadgroup: {
+        if (!t->isPointerTy() || t->getPointerAddressSpace() != 3) {
+          diags.error("[[threadgroup(" + std::to_string(p.param.index) + ")]] parameter '" + p.param.name +
+                      "' must be a threadgroup pointer");
+          return llvm::PreservedAnalyses::all();
+        }
+        std::string name = "m2v.threadgroup." + std::to_string(p.param.index);
+        auto* g = m.getGlobalVariable(name, true);
+        if (!g) {
+          g = new llvm::GlobalVariable(m, llvm::ArrayType::get(b.getInt8Ty(), 0), false,
+                                       llvm::GlobalValue::ExternalLinkage, nullptr, name, nullptr,
+                                       llvm::GlobalValue::NotThreadLocal, 3);
+          g->setAlignment(llvm::Align(16));
+          g->setMetadata(pseudo::kDynamicThreadgroupMD,
+                         llvm::MDNode::get(ctx, llvm::ConstantAsMetadata::get(b.getInt32(p.param.index))));
+          reflection.dynamicThreadgroupMemory.push_back({p.param.index, kThreadgroupLengthSpecBase + p.param.index});
+        }
+        v = g;
+        break;
+      }
+    }
+    args.push_back(v);
+  }
+  llvm::CallInst* call = b.CreateCall(kernel, args);
+  call->setCallingConv(kernel->getCallingConv());  // clang's spir_func: a mismatch would make the call UB
+  b.CreateBr(exitBB);
+  b.SetInsertPoint(exitBB);
+  b.CreateRetVoid();
+
+  kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+  kernel->setComdat(nullptr);
+  return llvm::PreservedAnalyses::none();
+}
+
+}  // namespace m2v::lower

@@ -1,0 +1,26 @@
+#include "Intrinsics.h"
+
+#include <llvm/Demangle/Demangle.h>
+#include <llvm/IR/Function.h>
+
+namespace m2v::lower {
+
+std::optional<std::string> stdlibIntrinsicName(const llvm::Function& f) {
+  if (!f.isDeclaration()) return std::nullopt;
+  llvm::StringRef mangled = f.getName();
+  if (!mangled.starts_with("_ZN5__m2v")) return std::nullopt;
+  llvm::ItaniumPartialDemangler d;
+  if (d.partialDemangle(mangled.data())) return std::nullopt;
+  size_t n = 0;
+  char* base = d.getFunctionBaseName(nullptr, &n);
+  if (!base) return std::nullopt;
+  std::string name(base);
+  std::free(base);
+  return name;
+}
+
+bool isCrossLaneIntrinsic(llvm::StringRef name) {
+  return name.starts_with("simd_") || name.starts_with("quad_") || name.ends_with("_barrier");
+}
+
+}  // namespace m2v::lower

@@ -1,0 +1,32 @@
+// Names of the compiler's own intrinsics: the `__m2v::` functions metal_stdlib declares (docs/STDLIB.md) and the
+// `m2v.*` pseudo-intrinsics the lowering passes create for the SPIR-V emitter.
+#pragma once
+
+#include <llvm/ADT/StringRef.h>
+
+#include <optional>
+#include <string>
+
+namespace llvm {
+class Function;
+}
+
+namespace m2v::lower {
+
+// The base name of a `__m2v::NAME(...)` declaration ("simd_reduce_add"), or nullopt for any other function.
+std::optional<std::string> stdlibIntrinsicName(const llvm::Function& f);
+
+// True for intrinsics that communicate between threads (must stay convergent and in uniform control flow).
+bool isCrossLaneIntrinsic(llvm::StringRef name);
+
+// Pseudo-intrinsics created by the lowering (all start with "m2v.").
+namespace pseudo {
+inline constexpr const char* kPushI64 = "m2v.push.i64";        // i64 (i32 offset)
+inline constexpr const char* kPushGrid = "m2v.push.grid";      // <3 x i32> ()
+inline constexpr const char* kWorkgroupSize = "m2v.workgroup_size";  // <3 x i32> ()
+inline constexpr const char* kSpecPrefix = "m2v.spec.";        // T (i32 spec id), one per type
+inline constexpr const char* kBuiltinPrefix = "m2v.builtin.";  // workgroup_id, local_invocation_id, ...
+inline constexpr const char* kDynamicThreadgroupMD = "m2v.dynamic_threadgroup";  // !{i32 index} on AS3 globals
+}  // namespace pseudo
+
+}  // namespace m2v::lower

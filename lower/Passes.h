@@ -1,0 +1,60 @@
+// The lowering passes, in the order Pipeline.cpp runs them. Each pass does one job on an LLVM module that holds one
+// kernel entry point; see each .cpp for the details.
+#pragma once
+
+#include <llvm/IR/PassManager.h>
+
+#include "Frontend.h"
+
+namespace m2v::lower {
+
+// Keeps the chosen kernel and what it reaches; everything else becomes internal and is dropped.
+struct SelectEntryPass : llvm::PassInfoMixin<SelectEntryPass> {
+  explicit SelectEntryPass(std::string mangledName) : kernel(std::move(mangledName)) {}
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+  std::string kernel;
+};
+
+// Program-scope `[[function_constant(n)]]` globals become specialization constants.
+struct FunctionConstantsPass : llvm::PassInfoMixin<FunctionConstantsPass> {
+  FunctionConstantsPass(const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& r)
+      : constants(fcs), reflection(r) {}
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+  const std::vector<frontend::FunctionConstantFacts>& constants;
+  KernelReflection& reflection;
+};
+
+// Builds the `main` entry: buffer addresses from push constants, Metal built-ins from Vulkan ones (with Metal's
+// partial edge threadgroups), dynamic threadgroup memory; then calls the kernel.
+struct EntryABIPass : llvm::PassInfoMixin<EntryABIPass> {
+  EntryABIPass(const frontend::EntryFacts& e, KernelReflection& r, Diagnostics& d)
+      : entry(e), reflection(r), diags(d) {}
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+  const frontend::EntryFacts& entry;
+  KernelReflection& reflection;
+  Diagnostics& diags;
+};
+
+// Gives `__m2v::` intrinsic declarations the attributes the optimizer must respect (convergent cross-lane
+// operations, side-effect-free math), and makes every other function inlinable.
+struct IntrinsicAttributesPass : llvm::PassInfoMixin<IntrinsicAttributesPass> {
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+};
+
+// memcpy/memmove/memset become explicit loads and stores (SPIR-V has no such operations for our pointers).
+struct ExpandMemoryIntrinsicsPass : llvm::PassInfoMixin<ExpandMemoryIntrinsicsPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
+// After StructurizeCFG: gives every selection header its own merge block, so that merge blocks are unique.
+struct UniqueMergeBlocksPass : llvm::PassInfoMixin<UniqueMergeBlocksPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
+// Runs everything above plus LLVM's optimizer and structurizer for one entry. Returns false after reporting to
+// `diags`.
+bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
+                const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& reflection,
+                const frontend::SourceMap& sources, Diagnostics& diags);
+
+}  // namespace m2v::lower

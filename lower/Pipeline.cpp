@@ -1,0 +1,105 @@
+// lowerEntry: the whole lowering for one entry point, from clang's module to IR the SPIR-V emitter accepts.
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Transforms/IPO/AlwaysInliner.h>
+#include <llvm/Transforms/InstCombine/InstCombine.h>
+#include <llvm/Transforms/Scalar/ADCE.h>
+#include <llvm/Transforms/Scalar/EarlyCSE.h>
+#include <llvm/Transforms/Scalar/SROA.h>
+#include <llvm/Transforms/Scalar/SimplifyCFG.h>
+#include <llvm/Transforms/Scalar/StructurizeCFG.h>
+#include <llvm/Transforms/Utils/FixIrreducible.h>
+#include <llvm/Transforms/Utils/LoopSimplify.h>
+#include <llvm/Transforms/Utils/LowerSwitch.h>
+#include <llvm/Transforms/Utils/UnifyFunctionExitNodes.h>
+#include <llvm/Transforms/Utils/UnifyLoopExits.h>
+#include <llvm/Transforms/Utils/Debugify.h>
+#include <llvm/IR/DebugInfo.h>
+
+#include "Passes.h"
+
+namespace m2v::lower {
+
+namespace {
+
+// `unreachable` ends a path the program never takes (undefined behaviour); SPIR-V's structurizer needs a real exit.
+struct ReplaceUnreachablePass : llvm::PassInfoMixin<ReplaceUnreachablePass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager&) {
+    std::vector<llvm::UnreachableInst*> work;
+    for (llvm::BasicBlock& bb : f)
+      if (auto* u = llvm::dyn_cast<llvm::UnreachableInst>(bb.getTerminator())) work.push_back(u);
+    for (llvm::UnreachableInst* u : work) {
+      llvm::ReturnInst::Create(f.getContext(), nullptr, u->getIterator());
+      u->eraseFromParent();
+    }
+    return work.empty() ? llvm::PreservedAnalyses::all() : llvm::PreservedAnalyses::none();
+  }
+};
+
+}  // namespace
+
+bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
+                const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& reflection,
+                const frontend::SourceMap& sources, Diagnostics& diags) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = false;  // SPIR-V vectors have 2-4 lanes; LLVM's vectorizers make wider ones
+  pto.SLPVectorization = false;
+  pto.LoopInterleaving = false;
+  llvm::PassBuilder pb(nullptr, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+
+  {
+    llvm::ModulePassManager mpm;
+    mpm.addPass(SelectEntryPass(entry.mangledName));
+    mpm.addPass(FunctionConstantsPass(fcs, reflection));
+    mpm.addPass(EntryABIPass(entry, reflection, diags));
+    mpm.addPass(IntrinsicAttributesPass());
+    mpm.run(m, mam);
+  }
+  if (diags.hasErrors()) return false;
+  if (getenv("M2V_DUMP_PRE_OPT")) m.print(llvm::errs(), nullptr);
+
+  // LLVM's optimizer as at -O2, without the vectorizers.
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
+
+  {
+    llvm::FunctionPassManager fpm;
+    fpm.addPass(ExpandMemoryIntrinsicsPass());
+    fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
+    fpm.addPass(llvm::InstCombinePass());
+    fpm.addPass(llvm::SimplifyCFGPass());
+    fpm.addPass(ReplaceUnreachablePass());
+    fpm.addPass(llvm::UnifyFunctionExitNodesPass());
+    fpm.addPass(llvm::LowerSwitchPass());
+    fpm.addPass(llvm::FixIrreduciblePass());
+    fpm.addPass(llvm::UnifyLoopExitsPass());
+    fpm.addPass(llvm::LoopSimplifyPass());
+    fpm.addPass(llvm::StructurizeCFGPass());
+    fpm.addPass(llvm::LoopSimplifyPass());
+    fpm.addPass(UniqueMergeBlocksPass());
+    llvm::ModulePassManager mpm;
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+    mpm.run(m, mam);
+  }
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (llvm::verifyModule(m, &os)) {
+    diags.internal("lowering produced invalid LLVM IR for '" + entry.entryName + "': " + err);
+    return false;
+  }
+  (void)sources;
+  return true;
+}
+
+}  // namespace m2v::lower

@@ -1,0 +1,96 @@
+// avoidable-copy: contiguous copies taken even when the layout is fine, staging through host memory, casts through
+// float32 and back, compute-into-temporary-then-copy-back.
+#include <algorithm>
+#include <set>
+
+#include "check.h"
+
+namespace m2v::review {
+
+static bool derivedFrom(const Function& fn, const std::string& var, const std::string& root) {
+  std::set<std::string> seen{root};
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (auto& v : fn.vars)
+      if (!seen.count(v.name))
+        for (auto& iv : v.initVars)
+          if (seen.count(iv)) {
+            seen.insert(v.name);
+            grew = true;
+            break;
+          }
+  }
+  return seen.count(var) > 0;
+}
+
+void checkAvoidableCopy(const Site& s, Out& out) {
+  if (s.ev.kind != "call") return;
+  const Event& ev = s.ev;
+  if (s.is(s.rules.stagingCalls)) {
+    Candidate c{"avoidable-copy", "staging"};
+    c.problem = code(ev.text) + " stages tensor data through host-visible memory on the operation path.";
+    c.why = "Staging adds a copy and a host round trip per operation and needs the GPU work to be finished first.";
+    c.direction = "Use a device-local buffer with a GPU copy (vkCmdCopyBuffer) or bind the data directly.";
+    out.push_back(c);
+    return;
+  }
+  if (s.is(s.rules.copyCalls) && ev.args.size() >= 2) {
+    Origin src = s.originOfArg(0), dst = s.originOfArg(1);
+    if (src.kind == Origin::Lazy) return;  // hidden-materialization reports it
+    if (dst.kind == Origin::Output && src.kind == Origin::Placeholder) {
+      Candidate c{"avoidable-copy", "copy-back"};
+      c.problem = code(ev.text) + " copies the temporary `" + src.var + "` (" + src.how +
+                  ") back into the output after computing into it.";
+      c.why = "An extra full-size copy dispatch and a second buffer for every call; the kernel could write the "
+              "output directly.";
+      c.direction = "Dispatch the kernel on the output buffer (with output strides if needed) and drop the temporary.";
+      out.push_back(c);
+      return;
+    }
+    if (dst.kind == Origin::Output && (src.kind == Origin::Input || src.kind == Origin::Unknown) && s.frameIndex() == 0)
+      return;  // the primitive's own copy into its output
+    const Cond* layout = s.condMatching(s.rules.layoutCondPatterns);
+    if (layout) {
+      Candidate c{"avoidable-copy"};
+      c.nonIssue = true;
+      c.reason = code(ev.text) + " is taken only under the layout check " + code(layout->text) +
+                 " (the kernel cannot read that layout).";
+      out.push_back(c);
+      return;
+    }
+    Candidate c{"avoidable-copy", "contiguous"};
+    c.problem = code(ev.text) + " copies `" + ev.args[0] + "` into contiguous memory unconditionally, even when it is "
+                "already contiguous.";
+    c.why = "A full extra read and write of the tensor plus an allocation on every call, on the common contiguous "
+            "case where it buys nothing.";
+    c.direction = "Copy only when the layout requires it (check flags().row_contiguous / strides), or give the kernel "
+                  "strides so no copy is needed.";
+    out.push_back(c);
+    return;
+  }
+  if (s.is(s.rules.castCalls) && !s.rules.wideCastPattern.empty() && ev.use.rfind("var:", 0) == 0) {
+    bool wide = false;
+    for (size_t i = 1; i < ev.args.size(); ++i)
+      if (anyRegex({s.rules.wideCastPattern}, ev.args[i])) wide = true;
+    if (!wide) return;
+    std::string v = ev.use.substr(4);
+    for (auto& e : s.fn.events) {
+      if (e.kind != "call" || e.line <= ev.line || !nameMatches(s.rules.castCalls, e.name, e.qualName)) continue;
+      if (e.argVars.empty() || e.argVars[0].empty() || !derivedFrom(s.fn, e.argVars[0], v)) continue;
+      bool backWide = false;
+      for (size_t i = 1; i < e.args.size(); ++i)
+        if (anyRegex({s.rules.wideCastPattern}, e.args[i])) backWide = true;
+      if (backWide) continue;
+      Candidate c{"avoidable-copy", "cast-roundtrip"};
+      c.problem = code(ev.text) + " widens to float32 and " + code(e.text) + " at " + s.at(e.line) +
+                  " casts the result back.";
+      c.why = "Two extra full-tensor cast passes and a float32 temporary of twice the size on every call.";
+      c.direction = "Compute in the input precision with float32 accumulation inside the kernel.";
+      out.push_back(c);
+      return;
+    }
+  }
+}
+
+}  // namespace m2v::review

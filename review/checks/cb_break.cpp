@@ -1,0 +1,41 @@
+// cb-break: forced submits/flushes and queue switches on the operation path. Batched submits are accepted.
+#include "check.h"
+
+namespace m2v::review {
+
+void checkCbBreak(const Site& s, Out& out) {
+  if (s.ev.kind != "call") return;
+  const Event& ev = s.ev;
+  if (s.is(s.rules.submitCalls)) {
+    if (const Cond* b = s.condMatching(s.rules.batchedSubmitPatterns)) {
+      Candidate c{"cb-break"};
+      c.nonIssue = true;
+      c.reason = code(ev.text) + " submits only when " + code(b->text) + ": batched submission, not per operation.";
+      out.push_back(c);
+      return;
+    }
+    std::string wait;
+    for (auto& e : s.fn.events)
+      if (e.kind == "call" && e.line > ev.line && nameMatches(s.rules.fenceWaitCalls, e.name, e.qualName)) {
+        wait = " and " + code(e.text) + " at " + s.at(e.line) + " waits for it";
+        break;
+      }
+    Candidate c{"cb-break", "submit"};
+    c.problem = code(ev.text) + " forces a submission per operation" + wait + ".";
+    c.why = "Each submit ends the command buffer: dependent dispatches that needed only a barrier now pay submission "
+            "overhead and lose overlap.";
+    c.direction = "Keep recording into the stream's command buffer and submit every N operations or at graph end "
+                  "(ggml-vulkan style); use barriers for dependencies.";
+    out.push_back(c);
+    return;
+  }
+  if (s.is(s.rules.queueSwitchCalls)) {
+    Candidate c{"cb-break", "queue-switch"};
+    c.problem = code(ev.text) + " moves the operation to another queue/stream.";
+    c.why = "Cross-queue work needs a submit and a semaphore hand-off; the chain on the original stream is broken.";
+    c.direction = "Record the work on the primitive's stream; use a dedicated queue only for batched transfers.";
+    out.push_back(c);
+  }
+}
+
+}  // namespace m2v::review

@@ -1,0 +1,247 @@
+#include <algorithm>
+
+#include "check.h"
+
+namespace m2v::review {
+
+bool Site::is(const std::vector<std::string>& names) const {
+  return ev.kind == "call" && nameMatches(names, ev.name, ev.qualName);
+}
+
+std::string Site::rel(const std::string& file) const {
+  if (file.size() > cb.root.size() && file.compare(0, cb.root.size(), cb.root) == 0) return file.substr(cb.root.size() + 1);
+  return file;
+}
+
+std::string code(const std::string& s) {
+  std::string t = s.size() > 90 ? s.substr(0, 87) + "..." : s;
+  return "`" + t + "`";
+}
+
+std::string originText(const Origin& o) {
+  switch (o.kind) {
+    case Origin::Lazy: return "lazily built by " + o.how;
+    case Origin::Input: return "a graph input of the primitive";
+    case Origin::Output: return "the primitive's output";
+    case Origin::Host: return "built on the host by " + o.how;
+    case Origin::Placeholder: return "a temporary allocated by " + o.how;
+    default: return "of unknown origin";
+  }
+}
+
+static bool startsWithCallTo(const std::string& text, const std::vector<std::string>& names) {
+  size_t p = text.find('(');
+  if (p == std::string::npos) return false;
+  std::string head = text.substr(0, p);
+  size_t lt = head.find('<');
+  if (lt != std::string::npos) head = head.substr(0, lt);
+  size_t colon = head.rfind(':');
+  if (colon != std::string::npos) head = head.substr(colon + 1);
+  return std::find(names.begin(), names.end(), head) != names.end();
+}
+
+static Origin resolve(const Site& s, int frame, const std::string& var, unsigned line, int depth) {
+  Origin o;
+  o.var = var;
+  if (var.empty() || depth > 8 || frame < 0) return o;
+  const Frame& fr = s.frames[frame];
+  const Function& fn = *fr.fn;
+  auto at = [&](unsigned l) { return s.rel(fn.file) + ":" + std::to_string(l); };
+  // latest whole-variable reassignment before the line
+  const Event* last = nullptr;
+  for (auto& e : fn.events)
+    if (e.kind == "assign" && e.receiverVar == var && e.line < line) last = &e;
+  if (last) {
+    if (last->qualName == "op") {
+      if (std::find(s.rules.lazyOps.begin(), s.rules.lazyOps.end(), last->templateArgs) != s.rules.lazyOps.end()) {
+        o.kind = Origin::Lazy;
+        o.how = code(last->text) + " at " + at(last->line);
+        o.frame = frame;
+      }
+      return o;
+    }
+    if (last->qualName == "host") {
+      o.kind = Origin::Host;
+      o.how = code(last->text) + " at " + at(last->line);
+      o.frame = frame;
+      return o;
+    }
+    if (last->qualName == "alias" && !last->templateArgs.empty() && last->templateArgs != var)
+      return resolve(s, frame, last->templateArgs, last->line, depth + 1);
+    return o;
+  }
+  const Var* v = fn.var(var);
+  if (!v) return o;  // a member or a global
+  if (v->isParam) {
+    auto it = fr.bound.find(var);
+    if (it != fr.bound.end()) return it->second;
+    if (frame == 0) {
+      bool isArray = false;
+      for (auto& t : s.rules.arrayTypes)
+        if (v->type.find(t) != std::string::npos) isArray = true;
+      if (!isArray) return o;
+      o.frame = 0;
+      bool isOut = std::find(s.rules.outputParams.begin(), s.rules.outputParams.end(), var) != s.rules.outputParams.end();
+      o.kind = isOut ? Origin::Output : Origin::Input;
+      return o;
+    }
+    return o;
+  }
+  if (v->initKind == "op") {
+    if (std::find(s.rules.lazyOps.begin(), s.rules.lazyOps.end(), v->initCallee) != s.rules.lazyOps.end()) {
+      o.kind = Origin::Lazy;
+      o.how = code(v->initText) + " at " + at(v->line);
+      o.frame = frame;
+    }
+    return o;
+  }
+  if (v->initKind == "host" || v->initKind == "placeholder") {
+    o.kind = v->initKind == "host" ? Origin::Host : Origin::Placeholder;
+    o.how = code(v->name + (v->initText.empty() || v->initText[0] == '(' || v->initText[0] == '{' ? v->initText : " = " + v->initText)) +
+            " at " + at(v->line);
+    o.frame = frame;
+    return o;
+  }
+  if (v->initKind == "alias" && !v->initVars.empty() && v->initVars[0] != var)
+    return resolve(s, frame, v->initVars[0], v->line + 1, depth + 1);
+  return o;
+}
+
+Origin Site::originOf(const std::string& var) const { return resolve(*this, frameIndex(), var, ev.line + 1, 0); }
+
+Origin Site::originOfArg(size_t i) const {
+  if (i < ev.argVars.size() && !ev.argVars[i].empty()) return originOf(ev.argVars[i]);
+  Origin o;
+  if (i < ev.args.size() && startsWithCallTo(ev.args[i], rules.lazyOps)) {
+    o.kind = Origin::Lazy;
+    o.how = code(ev.args[i]) + " at " + at(ev.line);
+    o.frame = frameIndex();
+  }
+  return o;
+}
+
+std::string Site::arrayVar() const {
+  if (!ev.receiver.empty()) return ev.receiverVar;
+  if (!ev.argVars.empty()) return ev.argVars[0];
+  return "";
+}
+
+bool Site::isArrayVar(const std::string& var) const {
+  const Var* v = fn.var(var);
+  std::string type = v ? v->type : "";
+  if (type.empty() && var == arrayVar() && !ev.receiverType.empty()) type = ev.receiverType;
+  for (auto& t : rules.arrayTypes)
+    if (type.find(t) != std::string::npos) return true;
+  if (v && v->type == "auto" ) return true;
+  if (v && (v->initKind == "op") &&
+      std::find(rules.lazyOps.begin(), rules.lazyOps.end(), v->initCallee) != rules.lazyOps.end())
+    return true;
+  return false;
+}
+
+std::vector<const Cond*> Site::conds() const {
+  std::vector<const Cond*> out;
+  for (size_t k = 1; k < frames.size(); ++k)
+    for (auto& c : frames[k].site->conds) out.push_back(&c);
+  for (auto& c : ev.conds) out.push_back(&c);
+  return out;
+}
+
+std::vector<const Loop*> Site::loops() const {
+  std::vector<const Loop*> out;
+  for (size_t k = 1; k < frames.size(); ++k)
+    for (auto& l : frames[k].site->loops) out.push_back(&l);
+  for (auto& l : ev.loops) out.push_back(&l);
+  return out;
+}
+
+const Cond* Site::condMatching(const std::vector<std::string>& regexes) const {
+  for (auto* c : conds())
+    if (anyRegex(regexes, c->text) || (!c->owner.empty() && anyRegex(regexes, c->owner))) return c;
+  return nullptr;
+}
+
+const Event* Site::laterDerefOf(const std::string& var) const {
+  for (auto& e : fn.events)
+    if (e.kind == "deref" && e.receiverVar == var && e.line >= ev.line) return &e;
+  return nullptr;
+}
+
+const Cond* Site::branchOn(const std::string& var) const {
+  for (auto& e : fn.events)
+    for (auto& c : e.conds)
+      if (c.line >= ev.line && std::find(c.vars.begin(), c.vars.end(), var) != c.vars.end()) return &c;
+  return nullptr;
+}
+
+DataAccess classifyData(const Site& s) {
+  DataAccess d;
+  const Event& ev = s.ev;
+  auto loopText = [&](const std::vector<Loop>& loops) {
+    return loops.empty() ? std::string() : " in loop " + code(loops.back().header) + " at " + s.at(loops.back().line);
+  };
+  if (ev.use == "subscript" || ev.use == "deref" || ev.use == "cond") {
+    d.hostAccess = true;
+    d.accessLine = ev.line;
+    d.inLoop = !ev.loops.empty();
+    d.how = "read directly at " + s.at(ev.line) + loopText(ev.loops);
+    return d;
+  }
+  if (ev.use.rfind("var:", 0) == 0) {
+    std::string p = ev.use.substr(4);
+    if (const Event* r = s.laterDerefOf(p)) {
+      d.hostAccess = true;
+      d.accessLine = r->line;
+      d.inLoop = !r->loops.empty();
+      d.write = r->isWrite;
+      d.how = std::string(r->isWrite ? "written" : "read") + " through `" + p + "` at " + s.at(r->line) + loopText(r->loops);
+      return d;
+    }
+    for (auto& e : s.fn.events)
+      if (e.kind == "call" && e.line >= ev.line && nameMatches(s.rules.hostReadCalls, e.name, e.qualName) &&
+          std::find(e.argVars.begin(), e.argVars.end(), p) != e.argVars.end()) {
+        d.hostAccess = true;
+        d.accessLine = e.line;
+        d.inLoop = !e.loops.empty();
+        d.how = "copied on the host by " + code(e.text) + " at " + s.at(e.line);
+        return d;
+      }
+    return d;
+  }
+  if (ev.use.rfind("arg:", 0) == 0) {
+    std::string callee = ev.use.substr(4);
+    std::string plain = callee.substr(callee.rfind(':') == std::string::npos ? 0 : callee.rfind(':') + 1);
+    if (nameMatches(s.rules.hostReadCalls, plain, callee)) {
+      d.hostAccess = true;
+      d.accessLine = ev.line;
+      d.inLoop = !ev.loops.empty();
+      d.how = "copied on the host by `" + callee + "` at " + s.at(ev.line);
+    }
+  }
+  return d;
+}
+
+bool isCpuFallback(const Site& s) {
+  if (s.ev.kind != "call") return false;
+  if (nameMatches(s.rules.cpuFallbackCalls, s.ev.name, s.ev.qualName)) return true;
+  return anyRegex(s.rules.cpuFallbackPatterns, s.ev.qualName.empty() ? s.ev.name : s.ev.qualName) ||
+         anyRegex(s.rules.cpuFallbackPatterns, s.ev.name);
+}
+
+const std::vector<CheckInfo>& allChecks() {
+  static const std::vector<CheckInfo> checks = {
+      {"host-sync", checkHostSync, "eval()/wait() of lazily built arrays, synchronize, wait-idle, fence waits, polling"},
+      {"cpu-extraction", checkCpuExtraction, "item<T>(), host reads through data<T>()/raw_ptr(), host loops, read-back branches"},
+      {"cpu-fallback", checkCpuFallback, "eval_cpu or CPU kernels called from the GPU path"},
+      {"avoidable-copy", checkAvoidableCopy, "unconditional contiguous copies, staging, cast round trips, copy-back"},
+      {"scalar-fast-path", checkScalarFastPath, "host-side scalar or small-tensor fast paths"},
+      {"hidden-materialization", checkHiddenMaterialization, "lazily built arrays materialized by helpers or copies"},
+      {"cb-break", checkCbBreak, "forced submits, flushes, queue switches on the operation path"},
+      {"dispatch-fragmentation", checkDispatchFragmentation, "dispatches inside loops"},
+      {"redundant-allocation", checkRedundantAllocation, "allocations in loops, double allocation"},
+      {"silent-slow-path", checkSilentSlowPath, "unsupported cases handled by a silent slow fallback instead of NYI"},
+  };
+  return checks;
+}
+
+}  // namespace m2v::review

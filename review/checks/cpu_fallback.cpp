@@ -1,0 +1,17 @@
+// cpu-fallback: eval_cpu or CPU kernels called from the GPU path.
+#include "check.h"
+
+namespace m2v::review {
+
+void checkCpuFallback(const Site& s, Out& out) {
+  if (!isCpuFallback(s)) return;
+  Candidate c{"cpu-fallback", "call"};
+  c.problem = code(s.ev.text) + " runs the CPU implementation from the GPU path.";
+  c.why = "The inputs must be finished and visible to the host before the CPU runs, and the result must go back to "
+          "the device: the GPU chain breaks into submit, wait, CPU work, upload.";
+  c.direction = "Implement the case with a compute dispatch; where no GPU implementation exists, throw NYI instead "
+                "of falling back silently.";
+  out.push_back(c);
+}
+
+}  // namespace m2v::review

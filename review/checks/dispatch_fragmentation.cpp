@@ -1,0 +1,29 @@
+// dispatch-fragmentation: dispatches recorded inside loops over elements, indices or groups.
+#include "check.h"
+
+namespace m2v::review {
+
+void checkDispatchFragmentation(const Site& s, Out& out) {
+  if (!s.is(s.rules.dispatchCalls)) return;
+  auto loops = s.loops();
+  if (loops.empty()) return;
+  const Loop* bad = nullptr;
+  for (auto* l : loops)
+    if (l->constBound < 0 || l->constBound > s.rules.smallPassBound) bad = l;
+  if (!bad) {
+    Candidate c{"dispatch-fragmentation"};
+    c.nonIssue = true;
+    c.reason = code(s.ev.text) + " runs in " + code(loops.back()->header) +
+               ": a fixed, small number of passes, not one dispatch per element.";
+    out.push_back(c);
+    return;
+  }
+  Candidate c{"dispatch-fragmentation", "loop"};
+  c.problem = code(s.ev.text) + " is recorded once per iteration of " + code(bad->header) + ".";
+  c.why = "Many tiny dispatches: per-dispatch overhead and barriers dominate and the GPU is underoccupied.";
+  c.direction = "Fold the loop into the grid (one dispatch with the loop index as a grid dimension) or batch the "
+                "indices into one kernel.";
+  out.push_back(c);
+}
+
+}  // namespace m2v::review

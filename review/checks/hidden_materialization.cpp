@@ -1,0 +1,40 @@
+// hidden-materialization: lazily built arrays (views, broadcasts, reshapes) materialized by copy helpers, or
+// evaluated inside a helper the caller passed them to.
+#include "check.h"
+
+namespace m2v::review {
+
+void checkHiddenMaterialization(const Site& s, Out& out) {
+  if (s.ev.kind != "call") return;
+  const Event& ev = s.ev;
+  if (s.is(s.rules.copyCalls) && !ev.args.empty()) {
+    Origin o = s.originOfArg(0);
+    if (o.kind != Origin::Lazy) return;
+    Candidate c{"hidden-materialization", "copy"};
+    c.problem = code(ev.text) + " materializes `" + (o.var.empty() ? ev.args[0] : o.var) + "`, " + originText(o) +
+                ", into a full contiguous buffer.";
+    c.why = "The lazy view becomes a real array (extra dispatch, extra memory traffic and allocation); a broadcast is "
+            "expanded to its full size.";
+    c.direction = "Bind the source with its strides (as-strided / strided kernel) or pass the view's shape and "
+                  "strides to the kernel instead of copying.";
+    out.push_back(c);
+    return;
+  }
+  if (s.is(s.rules.evalCalls) || s.is(s.rules.itemCalls)) {
+    if (s.is(s.rules.itemCalls)) return;  // item of a lazy array: cpu-extraction reports it
+    std::string var = s.arrayVar();
+    if (!ev.receiver.empty() && !s.isArrayVar(var)) return;
+    Origin o = s.originOf(var);
+    if (o.kind != Origin::Lazy || o.frame >= s.frameIndex() || o.frame < 0) return;
+    Candidate c{"hidden-materialization", "eval"};
+    c.problem = "Helper `" + s.fn.qualName + "` evaluates `" + var + "` with " + code(ev.text) +
+                "; the caller built it lazily (" + o.how + ").";
+    c.why = "The helper hides a nested graph evaluation and a host wait inside the GPU path; every caller that "
+            "passes an unscheduled array pays a full pipeline drain.";
+    c.direction = "Let the helper take the input as a view (shape/strides/offset) and record a dispatch, or require "
+                  "callers to pass scheduled arrays; do not eval inside the helper.";
+    out.push_back(c);
+  }
+}
+
+}  // namespace m2v::review

@@ -1,0 +1,45 @@
+// redundant-allocation: allocations inside loops, and the same array allocated twice on one path.
+#include "check.h"
+
+namespace m2v::review {
+
+static bool prefixOf(const std::vector<Cond>& a, const std::vector<Cond>& b) {
+  if (a.size() > b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].text != b[i].text || a[i].kind != b[i].kind || a[i].line != b[i].line) return false;
+  return true;
+}
+
+void checkRedundantAllocation(const Site& s, Out& out) {
+  if (s.ev.kind != "call") return;
+  const Event& ev = s.ev;
+  if (s.is(s.rules.allocCalls)) {
+    const Loop* bad = nullptr;
+    for (auto* l : s.loops())
+      if (l->constBound < 0 || l->constBound > s.rules.smallPassBound) bad = l;
+    if (!bad) return;
+    Candidate c{"redundant-allocation", "in-loop"};
+    c.problem = code(ev.text) + " allocates on every iteration of " + code(bad->header) + ".";
+    c.why = "Allocator traffic (and possibly device memory allocation) per iteration; buffers could be reused.";
+    c.direction = "Allocate once before the loop (or from a preallocated pool) and reuse it.";
+    out.push_back(c);
+    return;
+  }
+  if (s.is(s.rules.setDataCalls) && !ev.receiverVar.empty()) {
+    for (auto& e : s.fn.events) {
+      if (&e == &ev || e.line >= ev.line) break;
+      if (e.kind == "call" && nameMatches(s.rules.setDataCalls, e.name, e.qualName) && e.receiverVar == ev.receiverVar &&
+          prefixOf(e.conds, ev.conds) && e.loops.size() == ev.loops.size()) {
+        Candidate c{"redundant-allocation", "double"};
+        c.problem = "`" + ev.receiverVar + "` is allocated again by " + code(ev.text) + " after " + code(e.text) +
+                    " at " + s.at(e.line) + " on the same path.";
+        c.why = "The first allocation is wasted (allocator traffic, possibly a device allocation) on every call.";
+        c.direction = "Allocate once, after the branch that decides the size or layout.";
+        out.push_back(c);
+        return;
+      }
+    }
+  }
+}
+
+}  // namespace m2v::review

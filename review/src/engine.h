@@ -1,0 +1,54 @@
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "model.h"
+
+namespace m2v::review {
+
+struct Target {
+  std::string kind;   // file, function, class, symbol, diff, commit
+  std::string spec;   // as given
+  std::string resolved;  // one line: what it resolved to
+  std::set<std::string> functions;         // keys of the functions reviewed
+  std::vector<std::string> matches;        // for several matches: "qualName (path:line)" with [reviewed] marks
+  std::vector<std::string> notes;
+};
+
+struct Finding {
+  std::string check, rule, severity;
+  std::string file;  // relative to root
+  unsigned line = 0;
+  std::string function;
+  std::string problem, why, trigger, direction;
+  std::vector<std::string> chain;     // "fn (path:line)" from the entry down to the hazard
+  std::vector<std::string> alsoFrom;  // other entries reaching the same spot
+};
+
+struct NonIssue {
+  std::string check, file, function, reason;
+  unsigned line = 0;
+};
+
+struct Inspected {
+  std::string function, file;  // relative
+  unsigned line = 0;
+  std::string role;  // target, callee, entry (caller above the target)
+};
+
+struct Review {
+  Target target;
+  std::vector<std::string> files;  // relative
+  std::vector<Inspected> functions;
+  std::vector<Finding> findings;
+  std::vector<NonIssue> nonIssues;
+  unsigned parsedUnits = 0, recoveredErrors = 0;
+  std::string rulesName;
+};
+
+Review runReview(const Codebase& cb, const Rules& rules, const Target& target);
+int severityRank(const std::string& s);  // high 3, medium 2, low 1
+
+}  // namespace m2v::review

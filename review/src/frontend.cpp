@@ -1,0 +1,900 @@
+// The only translation unit that includes clang's AST headers: parse with LibTooling, walk function bodies once,
+// and record calls, conditions, loops and variables into the plain model of model.h.
+#include "frontend.h"
+
+#include <clang/AST/ASTConsumer.h>
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/ExprCXX.h>
+#include <clang/AST/ParentMapContext.h>
+#include <clang/AST/RecursiveASTVisitor.h>
+#include <clang/AST/StmtCXX.h>
+#include <clang/Basic/SourceManager.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/FrontendAction.h>
+#include <clang/Lex/Lexer.h>
+#include <clang/Lex/Preprocessor.h>
+#include <clang/Tooling/CompilationDatabase.h>
+#include <clang/Tooling/JSONCompilationDatabase.h>
+#include <clang/Tooling/Tooling.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <set>
+
+#ifndef M2V_CLANG_RESOURCE_DIR
+#define M2V_CLANG_RESOURCE_DIR ""
+#endif
+
+using namespace clang;
+
+namespace m2v::review {
+namespace {
+
+std::string squash(llvm::StringRef s) {
+  std::string out;
+  bool space = false;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+std::string canonicalPath(llvm::StringRef p) {
+  llvm::SmallString<256> real;
+  if (!llvm::sys::fs::real_path(p, real)) return std::string(real);
+  llvm::SmallString<256> abs(p);
+  llvm::sys::fs::make_absolute(abs);
+  llvm::sys::path::remove_dots(abs, true);
+  return std::string(abs);
+}
+
+class Extractor {
+ public:
+  Extractor(ASTContext& ctx, Codebase& cb, const ParseOptions& opts)
+      : ctx_(ctx), sm_(ctx.getSourceManager()), cb_(cb), opts_(opts) {}
+
+  void function(const FunctionDecl* fd) {
+    if (!fd->doesThisDeclarationHaveABody() || fd->isImplicit()) return;
+    if (auto* md = dyn_cast<CXXMethodDecl>(fd))
+      if (md->getParent() && md->getParent()->isLambda()) return;
+    if (fd->isTemplateInstantiation()) return;
+    SourceLocation loc = sm_.getExpansionLoc(fd->getLocation());
+    std::string file = fileOf(loc);
+    if (file.empty() || !underRoot(file)) return;
+    std::string key = keyOf(fd);
+    if (cb_.functions.count(key)) return;  // seen from another TU (header)
+    Function f;
+    f.key = key;
+    f.name = fd->getNameAsString();
+    f.qualName = fd->getQualifiedNameAsString();
+    if (auto* md = dyn_cast<CXXMethodDecl>(fd)) f.className = md->getParent()->getNameAsString();
+    f.file = file;
+    f.line = sm_.getExpansionLineNumber(sm_.getExpansionLoc(fd->getBeginLoc()));
+    f.endLine = sm_.getExpansionLineNumber(sm_.getExpansionLoc(fd->getEndLoc()));
+    for (auto* p : fd->parameters()) {
+      Var v;
+      v.name = p->getNameAsString();
+      v.type = p->getType().getAsString();
+      v.isParam = true;
+      v.line = line(p->getLocation());
+      v.initKind = "param";
+      f.params.push_back(v.name);
+      f.vars.push_back(v);
+    }
+    cur_ = &f;
+    Ctx c;
+    walk(fd->getBody(), c);
+    cur_ = nullptr;
+    cb_.functions.emplace(key, std::move(f));
+  }
+
+ private:
+  struct Ctx {
+    std::vector<Cond> conds;
+    std::vector<Loop> loops;
+    bool inCondition = false;
+    bool inOnce = false;
+  };
+
+  ASTContext& ctx_;
+  SourceManager& sm_;
+  Codebase& cb_;
+  const ParseOptions& opts_;
+  Function* cur_ = nullptr;
+
+  std::string fileOf(SourceLocation loc) {
+    if (loc.isInvalid()) return "";
+    FileID id = sm_.getFileID(loc);
+    auto fe = sm_.getFileEntryRefForID(id);
+    if (!fe) return "";
+    return canonicalPath(fe->getName());
+  }
+  bool underRoot(const std::string& f) {
+    return f.size() > opts_.root.size() && f.compare(0, opts_.root.size(), opts_.root) == 0 &&
+           f[opts_.root.size()] == '/';
+  }
+  unsigned line(SourceLocation l) { return sm_.getExpansionLineNumber(sm_.getExpansionLoc(l)); }
+  std::string text(SourceRange r) {
+    if (r.isInvalid()) return "";
+    CharSourceRange cr = sm_.getExpansionRange(r);
+    bool invalid = false;
+    llvm::StringRef s = Lexer::getSourceText(cr, sm_, ctx_.getLangOpts(), &invalid);
+    if (invalid) return "";
+    return squash(s);
+  }
+  std::string text(const Stmt* s) { return s ? text(s->getSourceRange()) : ""; }
+
+  static std::string keyOf(const FunctionDecl* fd) {
+    if (auto* pat = fd->getTemplateInstantiationPattern()) fd = pat;
+    if (auto* tmpl = fd->getPrimaryTemplate()) fd = tmpl->getTemplatedDecl();
+    std::string k = fd->getQualifiedNameAsString() + "(";
+    bool first = true;
+    for (auto* p : fd->parameters()) {
+      if (!first) k += ", ";
+      first = false;
+      k += p->getType().getCanonicalType().getAsString();
+    }
+    k += ")";
+    if (auto* md = dyn_cast<CXXMethodDecl>(fd))
+      if (md->isConst()) k += " const";
+    return k;
+  }
+
+  // Root variable an expression names: x, x.foo, x[i], *x, inputs[0] ... -> x
+  std::string rootVar(const Expr* e) {
+    for (int guard = 0; e && guard < 32; ++guard) {
+      e = e->IgnoreParenImpCasts();
+      if (auto* d = dyn_cast<DeclRefExpr>(e)) return d->getDecl()->getNameAsString();
+      if (auto* m = dyn_cast<MemberExpr>(e)) {
+        if (isa<CXXThisExpr>(m->getBase()->IgnoreParenImpCasts())) return m->getMemberDecl()->getNameAsString();
+        e = m->getBase();
+        continue;
+      }
+      if (auto* a = dyn_cast<ArraySubscriptExpr>(e)) { e = a->getBase(); continue; }
+      if (auto* op = dyn_cast<CXXOperatorCallExpr>(e)) {
+        if (op->getNumArgs() > 0 && (op->getOperator() == OO_Subscript || op->getOperator() == OO_Star ||
+                                     op->getOperator() == OO_Arrow)) {
+          e = op->getArg(0);
+          continue;
+        }
+        return "";
+      }
+      if (auto* u = dyn_cast<UnaryOperator>(e)) { e = u->getSubExpr(); continue; }
+      if (auto* t = dyn_cast<MaterializeTemporaryExpr>(e)) { e = t->getSubExpr(); continue; }
+      if (auto* c = dyn_cast<CXXConstructExpr>(e)) {
+        if (c->getNumArgs() == 1) { e = c->getArg(0); continue; }
+        return "";
+      }
+      if (auto* mc = dyn_cast<CXXMemberCallExpr>(e)) {  // x.at(0), inputs.front()
+        auto* callee = mc->getMethodDecl();
+        if (callee && (callee->getName() == "at" || callee->getName() == "front" || callee->getName() == "back")) {
+          e = mc->getImplicitObjectArgument();
+          continue;
+        }
+        return "";
+      }
+      if (auto* ds = dyn_cast<CXXDependentScopeMemberExpr>(e)) {
+        if (ds->isImplicitAccess()) return "";
+        e = ds->getBase();
+        continue;
+      }
+      return "";
+    }
+    return "";
+  }
+
+  void collectVars(const Stmt* s, std::vector<std::string>& out) {
+    if (!s) return;
+    if (auto* d = dyn_cast<DeclRefExpr>(s)) {
+      auto n = d->getDecl()->getNameAsString();
+      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    }
+    for (auto* c : s->children()) collectVars(c, out);
+  }
+
+  bool mentionsAny(const std::string& t, const std::vector<std::string>& names) {
+    for (auto& n : names) {
+      size_t p = t.find(n);
+      while (p != std::string::npos) {
+        bool l = p == 0 || !(std::isalnum(static_cast<unsigned char>(t[p - 1])) || t[p - 1] == '_');
+        size_t e = p + n.size();
+        bool r = e >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_');
+        if (l && r) return true;
+        p = t.find(n, p + 1);
+      }
+    }
+    return false;
+  }
+
+  // Does a condition read an environment switch: directly, through a variable initialized from one, or through a
+  // function whose body reads one?
+  bool envGated(const Expr* cond) {
+    if (!cond) return false;
+    if (mentionsAny(text(cond), opts_.envFunctions)) return true;
+    bool found = false;
+    std::function<void(const Stmt*)> scan = [&](const Stmt* s) {
+      if (!s || found) return;
+      if (auto* d = dyn_cast<DeclRefExpr>(s)) {
+        if (auto* vd = dyn_cast<VarDecl>(d->getDecl())) {
+          if (vd->getInit() && mentionsAny(text(vd->getInit()), opts_.envFunctions)) found = true;
+        } else if (auto* fd = dyn_cast<FunctionDecl>(d->getDecl())) {
+          const FunctionDecl* def = fd->getDefinition();
+          if (def && def->getBody() && mentionsAny(text(def->getBody()), opts_.envFunctions)) found = true;
+        }
+      }
+      for (auto* c : s->children()) scan(c);
+    };
+    scan(cond);
+    return found;
+  }
+
+  // `if (!flag) { ...; flag = true; }` with a static flag: one-time warm-up.
+  bool onceFlag(const Expr* cond, const Stmt* then) {
+    std::set<const VarDecl*> statics;
+    std::function<void(const Stmt*)> scan = [&](const Stmt* s) {
+      if (!s) return;
+      if (auto* d = dyn_cast<DeclRefExpr>(s))
+        if (auto* vd = dyn_cast<VarDecl>(d->getDecl()))
+          if (vd->hasGlobalStorage()) statics.insert(vd);
+      for (auto* c : s->children()) scan(c);
+    };
+    scan(cond);
+    if (statics.empty() || !then) return false;
+    bool assigned = false;
+    std::function<void(const Stmt*)> find = [&](const Stmt* s) {
+      if (!s || assigned) return;
+      const Expr* lhs = nullptr;
+      if (auto* b = dyn_cast<BinaryOperator>(s)) {
+        if (b->isAssignmentOp()) lhs = b->getLHS();
+      } else if (auto* oc = dyn_cast<CXXOperatorCallExpr>(s)) {
+        if (oc->getOperator() == OO_Equal && oc->getNumArgs() > 0) lhs = oc->getArg(0);
+      } else if (auto* mc = dyn_cast<CXXMemberCallExpr>(s)) {  // atomic flag.store(true)
+        if (mc->getMethodDecl() && mc->getMethodDecl()->getName() == "store") lhs = mc->getImplicitObjectArgument();
+      }
+      if (lhs)
+        if (auto* d = dyn_cast<DeclRefExpr>(lhs->IgnoreParenImpCasts()))
+          if (auto* vd = dyn_cast<VarDecl>(d->getDecl()))
+            if (statics.count(vd)) assigned = true;
+      for (auto* c : s->children()) find(c);
+    };
+    find(then);
+    return assigned;
+  }
+
+  Cond makeCond(const Expr* e, const std::string& kind, const Stmt* then = nullptr) {
+    Cond c;
+    c.text = text(e);
+    c.kind = kind;
+    c.line = e ? line(e->getBeginLoc()) : 0;
+    c.envGated = envGated(e);
+    c.onceFlag = (kind == "if" || kind == "guard") && onceFlag(e, then);
+    collectVars(e, c.vars);
+    return c;
+  }
+
+  static bool exits(const Stmt* s) {
+    if (!s) return false;
+    if (isa<ReturnStmt>(s) || isa<CXXThrowExpr>(s)) return true;
+    if (auto* cs = dyn_cast<CompoundStmt>(s)) return !cs->body_empty() && exits(cs->body_back());
+    if (auto* e = dyn_cast<ExprWithCleanups>(s)) return exits(e->getSubExpr());
+    if (auto* i = dyn_cast<IfStmt>(s)) return i->getElse() && exits(i->getThen()) && exits(i->getElse());
+    return false;
+  }
+
+  void addLoop(Ctx& c, const Stmt* s, const std::string& kind, SourceLocation end) {
+    Loop l;
+    l.kind = kind;
+    l.line = line(s->getBeginLoc());
+    l.header = text(SourceRange(s->getBeginLoc(), end));
+    if (auto* f = dyn_cast<ForStmt>(s))
+      if (auto* b = dyn_cast_or_null<BinaryOperator>(f->getCond() ? f->getCond()->IgnoreParenImpCasts() : nullptr))
+        if (b->getOpcode() == BO_LT || b->getOpcode() == BO_LE)
+          if (auto* lit = dyn_cast<IntegerLiteral>(b->getRHS()->IgnoreParenImpCasts()))
+            l.constBound = static_cast<long>(lit->getValue().getLimitedValue()) + (b->getOpcode() == BO_LE);
+    c.loops.push_back(l);
+  }
+
+  std::string useOf(const Expr* call) {
+    const Expr* e = call;
+    for (int guard = 0; guard < 8; ++guard) {
+      auto parents = ctx_.getParents(*e);
+      if (parents.empty()) return "other";
+      const auto& p = parents[0];
+      if (auto* pe = p.get<Expr>()) {
+        if (isa<ImplicitCastExpr>(pe) || isa<ParenExpr>(pe) || isa<MaterializeTemporaryExpr>(pe) ||
+            isa<CXXBindTemporaryExpr>(pe) || isa<ExprWithCleanups>(pe) || isa<CStyleCastExpr>(pe) ||
+            isa<CXXStaticCastExpr>(pe) || isa<CXXReinterpretCastExpr>(pe) || isa<CXXFunctionalCastExpr>(pe) ||
+            isa<RecoveryExpr>(pe) || isa<CXXConstCastExpr>(pe)) {
+          e = pe;
+          continue;
+        }
+        if (auto* a = dyn_cast<ArraySubscriptExpr>(pe)) return a->getBase()->IgnoreParenImpCasts() == e->IgnoreParenImpCasts() || a->getBase() == e ? "subscript" : "other";
+        if (auto* u = dyn_cast<UnaryOperator>(pe)) return u->getOpcode() == UO_Deref ? "deref" : "other";
+        if (auto* b = dyn_cast<BinaryOperator>(pe)) {
+          if (b->isAssignmentOp()) {
+            std::string v = rootVar(b->getLHS());
+            return v.empty() ? "other" : "var:" + v;
+          }
+          if (b->isAdditiveOp()) { e = pe; continue; }  // ptr + offset
+          return "other";
+        }
+        if (auto* oc = dyn_cast<CXXOperatorCallExpr>(pe)) {
+          if (oc->getOperator() == OO_Equal && oc->getNumArgs() == 2) {
+            std::string v = rootVar(oc->getArg(0));
+            return v.empty() ? "other" : "var:" + v;
+          }
+          return "other";
+        }
+        if (auto* ce = dyn_cast<CallExpr>(pe)) {
+          std::string n;
+          if (auto* fd = ce->getDirectCallee()) n = fd->getQualifiedNameAsString();
+          else n = calleeText(ce);
+          return "arg:" + n;
+        }
+        if (isa<CXXConstructExpr>(pe)) { e = pe; continue; }
+        return "other";
+      }
+      if (auto* vd = p.get<VarDecl>()) return "var:" + vd->getNameAsString();
+      if (p.get<IfStmt>() || p.get<WhileStmt>() || p.get<SwitchStmt>()) return "cond";
+      return "other";
+    }
+    return "other";
+  }
+
+  std::string calleeText(const CallExpr* ce) {
+    const Expr* c = ce->getCallee();
+    if (!c) return "";
+    c = c->IgnoreParenImpCasts();
+    if (auto* ul = dyn_cast<UnresolvedLookupExpr>(c)) return ul->getName().getAsString();
+    if (auto* dm = dyn_cast<CXXDependentScopeMemberExpr>(c)) return dm->getMember().getAsString();
+    if (auto* um = dyn_cast<UnresolvedMemberExpr>(c)) return um->getMemberName().getAsString();
+    if (auto* me = dyn_cast<MemberExpr>(c)) return me->getMemberDecl()->getNameAsString();
+    if (auto* dr = dyn_cast<DeclRefExpr>(c)) return dr->getDecl()->getNameAsString();
+    return "";
+  }
+
+  std::string typeName(QualType t) {
+    if (t.isNull()) return "";
+    t = t.getNonReferenceType();
+    if (t->isPointerType()) t = t->getPointeeType();
+    return t.getUnqualifiedType().getAsString();
+  }
+
+  // Splits "obj.method<T>(...)" / "ns::fn(...)" source text when clang could only keep a RecoveryExpr.
+  void textualCall(const std::string& t, Event& ev) {
+    size_t paren = t.find('(');
+    if (paren == std::string::npos || paren == 0) return;
+    std::string head = t.substr(0, paren);
+    while (!head.empty() && head.back() == ' ') head.pop_back();
+    if (!head.empty() && head.back() == '>') {
+      size_t lt = head.rfind('<');
+      if (lt != std::string::npos) {
+        ev.templateArgs = head.substr(lt + 1, head.size() - lt - 2);
+        head = head.substr(0, lt);
+      }
+    }
+    size_t i = head.size();
+    while (i > 0 && (std::isalnum(static_cast<unsigned char>(head[i - 1])) || head[i - 1] == '_')) --i;
+    ev.name = head.substr(i);
+    std::string before = head.substr(0, i);
+    if (before.size() >= 1 && before.back() == '.') ev.receiver = before.substr(0, before.size() - 1);
+    else if (before.size() >= 2 && before.compare(before.size() - 2, 2, "->") == 0) ev.receiver = before.substr(0, before.size() - 2);
+    else ev.qualName = head;
+    if (!ev.receiver.empty()) {
+      size_t j = 0;
+      while (j < ev.receiver.size() && (std::isalnum(static_cast<unsigned char>(ev.receiver[j])) || ev.receiver[j] == '_')) ++j;
+      ev.receiverVar = ev.receiver.substr(0, j);
+    }
+  }
+
+  void stamp(Event& ev, const Stmt* s, const Ctx& c) {
+    ev.line = line(s->getBeginLoc());
+    ev.col = sm_.getExpansionColumnNumber(sm_.getExpansionLoc(s->getBeginLoc()));
+    ev.conds = c.conds;
+    ev.loops = c.loops;
+    ev.inCondition = c.inCondition;
+    ev.inOnce = c.inOnce;
+  }
+
+  void recordCall(const CallExpr* ce, const Ctx& c) {
+    Event ev;
+    ev.kind = "call";
+    ev.text = text(ce);
+    stamp(ev, ce, c);
+    const FunctionDecl* fd = ce->getDirectCallee();
+    if (fd) {
+      ev.name = fd->getNameAsString();
+      ev.qualName = fd->getQualifiedNameAsString();
+      ev.calleeKey = keyOf(fd);
+      if (auto* targs = fd->getTemplateSpecializationArgs()) {
+        std::string s;
+        for (unsigned i = 0; i < targs->size(); ++i) {
+          if (targs->get(i).getKind() != TemplateArgument::Type) continue;
+          if (!s.empty()) s += ", ";
+          s += targs->get(i).getAsType().getAsString();
+        }
+        ev.templateArgs = s;
+      }
+    } else {
+      ev.name = calleeText(ce);
+    }
+    const Expr* obj = nullptr;
+    unsigned firstArg = 0;
+    if (auto* mc = dyn_cast<CXXMemberCallExpr>(ce)) {
+      obj = mc->getImplicitObjectArgument();
+    } else if (auto* oc = dyn_cast<CXXOperatorCallExpr>(ce)) {
+      (void)oc;
+      return;  // operators are not interesting calls (their operands are walked)
+    } else if (auto* callee = ce->getCallee()) {
+      callee = callee->IgnoreParenImpCasts();
+      if (auto* dm = dyn_cast<CXXDependentScopeMemberExpr>(callee)) {
+        if (!dm->isImplicitAccess()) obj = dm->getBase();
+      } else if (auto* um = dyn_cast<UnresolvedMemberExpr>(callee)) {
+        if (!um->isImplicitAccess()) obj = um->getBase();
+      } else if (auto* me = dyn_cast<MemberExpr>(callee)) {
+        obj = me->getBase();
+      }
+    }
+    if (obj && !isa<CXXThisExpr>(obj->IgnoreParenImpCasts())) {
+      ev.receiver = text(obj);
+      ev.receiverVar = rootVar(obj);
+      ev.receiverType = typeName(obj->getType());
+    }
+    if (ev.templateArgs.empty()) {  // dependent or unresolved: read it from the text
+      Event t;
+      textualCall(ev.text, t);
+      ev.templateArgs = t.templateArgs;
+      if (ev.name.empty()) {
+        ev.name = t.name;
+        if (ev.receiver.empty()) { ev.receiver = t.receiver; ev.receiverVar = t.receiverVar; }
+      }
+    }
+    for (unsigned i = firstArg; i < ce->getNumArgs(); ++i) {
+      const Expr* a = ce->getArg(i);
+      if (isa<CXXDefaultArgExpr>(a)) continue;
+      ev.args.push_back(text(a));
+      ev.argVars.push_back(rootVar(a));
+    }
+    ev.use = useOf(ce);
+    if (ev.name.empty()) return;
+    cur_->events.push_back(std::move(ev));
+  }
+
+  void recordRecovery(const RecoveryExpr* re, const Ctx& c) {
+    // pointer reads inside code clang could not type (`v[i]` on a variable whose type is unknown)
+    std::string t = text(re);
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (!(std::isalpha(static_cast<unsigned char>(t[i])) || t[i] == '_') ||
+          (i > 0 && (std::isalnum(static_cast<unsigned char>(t[i - 1])) || t[i - 1] == '_' || t[i - 1] == '.')))
+        continue;
+      size_t j = i;
+      while (j < t.size() && (std::isalnum(static_cast<unsigned char>(t[j])) || t[j] == '_')) ++j;
+      std::string name = t.substr(i, j - i);
+      size_t k = j;
+      while (k < t.size() && t[k] == ' ') ++k;
+      if (k < t.size() && t[k] == '[' && cur_->var(name) && !cur_->var(name)->isParam) {
+        Event d;
+        d.kind = "deref";
+        d.name = d.receiverVar = name;
+        d.text = t;
+        stamp(d, re, c);
+        cur_->events.push_back(std::move(d));
+      }
+      i = j;
+    }
+    Event ev;
+    ev.kind = "call";
+    ev.text = text(re);
+    textualCall(ev.text, ev);
+    if (ev.name.empty()) return;
+    stamp(ev, re, c);
+    for (auto* sub : re->subExpressions()) {
+      if (!sub) continue;
+      ev.args.push_back(text(sub));
+      ev.argVars.push_back(rootVar(sub));
+    }
+    ev.use = useOf(re);
+    cur_->events.push_back(std::move(ev));
+  }
+
+  void recordVar(const VarDecl* vd) {
+    Var v;
+    v.name = vd->getNameAsString();
+    v.type = vd->getType().getAsString();
+    v.line = line(vd->getLocation());
+    v.isStatic = vd->isStaticLocal() || vd->hasGlobalStorage();
+    const Expr* init = vd->getInit();
+    if (!init) {
+      v.initKind = "none";
+    } else {
+      v.initText = text(init);
+      collectVars(init, v.initVars);
+      const Expr* e = init->IgnoreImplicit();
+      while (true) {
+        if (auto* x = dyn_cast<ExprWithCleanups>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
+        if (auto* x = dyn_cast<MaterializeTemporaryExpr>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
+        if (auto* x = dyn_cast<CXXBindTemporaryExpr>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
+        if (auto* x = dyn_cast<CXXFunctionalCastExpr>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
+        if (auto* x = dyn_cast<CXXConstructExpr>(e)) {
+          auto* ctor = x->getConstructor();
+          if (x->getNumArgs() == 1 && ctor && ctor->isCopyOrMoveConstructor()) {
+            e = x->getArg(0)->IgnoreImplicit();
+            continue;
+          }
+        }
+        break;
+      }
+      if (auto* ce = dyn_cast<CallExpr>(e)) {
+        v.initKind = "op";
+        if (auto* fd = ce->getDirectCallee()) v.initCallee = fd->getNameAsString();
+        else v.initCallee = calleeText(ce);
+        if (v.initCallee.empty()) {
+          Event t;
+          textualCall(v.initText, t);
+          v.initCallee = t.name;
+        }
+      } else if (auto* ctor = dyn_cast<CXXConstructExpr>(e)) {
+        bool placeholder = false;
+        for (auto* a : ctor->arguments()) {
+          std::string at = text(a);
+          if (at == "nullptr" || at.find("make_shared") != std::string::npos || at.find("NULL") != std::string::npos)
+            placeholder = true;
+        }
+        v.initKind = placeholder ? "placeholder" : "host";
+      } else if (isa<InitListExpr>(e) || isa<IntegerLiteral>(e) || isa<FloatingLiteral>(e) ||
+                 isa<CXXBoolLiteralExpr>(e)) {
+        v.initKind = "host";
+      } else if (isa<RecoveryExpr>(e)) {
+        Event t;
+        textualCall(v.initText, t);
+        v.initKind = t.name.empty() ? "other" : "op";
+        v.initCallee = t.name;
+      } else if (!rootVar(e).empty()) {
+        v.initKind = "alias";
+        v.initVars = {rootVar(e)};
+      } else {
+        v.initKind = "other";
+      }
+    }
+    cur_->vars.push_back(std::move(v));
+  }
+
+  bool isOnceCall(const CallExpr* ce) {
+    std::string n;
+    if (auto* fd = ce->getDirectCallee()) n = fd->getNameAsString();
+    else n = calleeText(ce);
+    return std::find(opts_.onceFunctions.begin(), opts_.onceFunctions.end(), n) != opts_.onceFunctions.end();
+  }
+
+  void walkChildren(const Stmt* s, Ctx& c) {
+    for (auto* ch : s->children()) walk(ch, c);
+  }
+
+  void walk(const Stmt* s, Ctx c) {
+    if (!s) return;
+    if (auto* cs = dyn_cast<CompoundStmt>(s)) {
+      Ctx local = c;
+      size_t caseIdx = SIZE_MAX;
+      for (auto* ch : cs->body()) {
+        if (auto* sc = dyn_cast<SwitchCase>(ch)) {
+          // statements after a case label belong to that case until the next label
+          if (caseIdx != SIZE_MAX) local.conds.resize(caseIdx);
+          caseIdx = local.conds.size();
+          const Stmt* inner = sc;
+          std::string labels;
+          while (auto* k = dyn_cast_or_null<SwitchCase>(inner)) {
+            if (auto* cst = dyn_cast<CaseStmt>(k)) labels += (labels.empty() ? "" : ", ") + text(cst->getLHS());
+            else labels += (labels.empty() ? "" : ", ") + std::string("default");
+            inner = k->getSubStmt();
+          }
+          Cond cd;
+          cd.kind = labels == "default" ? "default" : "case";
+          cd.text = labels;
+          cd.owner = switchText_;
+          cd.line = line(sc->getBeginLoc());
+          local.conds.push_back(cd);
+          walk(inner, local);
+          continue;
+        }
+        walk(ch, local);
+        if (auto* is = dyn_cast<IfStmt>(ch)) {
+          if (!is->getElse() && exits(is->getThen()) && is->getCond()) {
+            Cond g = makeCond(is->getCond(), "guard", is->getThen());
+            local.conds.push_back(g);
+          }
+        }
+      }
+      return;
+    }
+    if (auto* is = dyn_cast<IfStmt>(s)) {
+      if (is->getInit()) walk(is->getInit(), c);
+      if (is->getConditionVariableDeclStmt()) walk(is->getConditionVariableDeclStmt(), c);
+      Ctx cc = c;
+      cc.inCondition = true;
+      walk(is->getCond(), cc);
+      Ctx t = c;
+      if (is->getCond()) t.conds.push_back(makeCond(is->getCond(), "if", is->getThen()));
+      walk(is->getThen(), t);
+      if (is->getElse()) {
+        Ctx e = c;
+        if (is->getCond()) e.conds.push_back(makeCond(is->getCond(), "else"));
+        walk(is->getElse(), e);
+      }
+      return;
+    }
+    if (auto* sw = dyn_cast<SwitchStmt>(s)) {
+      if (sw->getInit()) walk(sw->getInit(), c);
+      Ctx cc = c;
+      cc.inCondition = true;
+      walk(sw->getCond(), cc);
+      std::string saved = switchText_;
+      switchText_ = text(sw->getCond());
+      walk(sw->getBody(), c);
+      switchText_ = saved;
+      return;
+    }
+    if (auto* fs = dyn_cast<ForStmt>(s)) {
+      if (fs->getInit()) walk(fs->getInit(), c);
+      Ctx l = c;
+      addLoop(l, fs, "for", fs->getRParenLoc());
+      walk(fs->getCond(), l);
+      walk(fs->getInc(), l);
+      walk(fs->getBody(), l);
+      return;
+    }
+    if (auto* rf = dyn_cast<CXXForRangeStmt>(s)) {
+      walk(rf->getRangeInit(), c);
+      Ctx l = c;
+      addLoop(l, rf, "range-for", rf->getRParenLoc());
+      if (rf->getLoopVarStmt()) walk(rf->getLoopVarStmt(), l);
+      walk(rf->getBody(), l);
+      return;
+    }
+    if (auto* ws = dyn_cast<WhileStmt>(s)) {
+      Ctx l = c;
+      addLoop(l, ws, "while", ws->getRParenLoc());
+      Ctx lc = l;
+      lc.inCondition = true;
+      walk(ws->getCond(), lc);
+      walk(ws->getBody(), l);
+      return;
+    }
+    if (auto* ds = dyn_cast<DoStmt>(s)) {
+      Ctx l = c;
+      addLoop(l, ds, "do", ds->getRParenLoc());
+      walk(ds->getBody(), l);
+      Ctx lc = l;
+      lc.inCondition = true;
+      walk(ds->getCond(), lc);
+      return;
+    }
+    if (auto* co = dyn_cast<ConditionalOperator>(s)) {
+      Ctx cc = c;
+      cc.inCondition = true;
+      walk(co->getCond(), cc);
+      Ctx t = c;
+      t.conds.push_back(makeCond(co->getCond(), "?:"));
+      walk(co->getTrueExpr(), t);
+      Ctx e = c;
+      e.conds.push_back(makeCond(co->getCond(), "else ?:"));
+      walk(co->getFalseExpr(), e);
+      return;
+    }
+    if (auto* le = dyn_cast<LambdaExpr>(s)) {
+      walk(le->getBody(), c);
+      return;
+    }
+    if (auto* dst = dyn_cast<DeclStmt>(s)) {
+      for (auto* d : dst->decls()) {
+        if (auto* vd = dyn_cast<VarDecl>(d)) {
+          recordVar(vd);
+          Ctx ic = c;
+          if (vd->isStaticLocal()) ic.inOnce = true;
+          if (vd->getInit()) walk(vd->getInit(), ic);
+        }
+      }
+      return;
+    }
+    if (auto* re = dyn_cast<RecoveryExpr>(s)) {
+      recordRecovery(re, c);
+      walkChildren(s, c);
+      return;
+    }
+    if (auto* as = dyn_cast<ArraySubscriptExpr>(s)) {
+      std::string v = rootVar(as->getBase());
+      if (!v.empty()) {
+        Event ev;
+        ev.kind = "deref";
+        ev.name = v;
+        ev.receiverVar = v;
+        ev.text = text(as);
+        ev.isWrite = isWriteTarget(as);
+        stamp(ev, as, c);
+        cur_->events.push_back(std::move(ev));
+      }
+      walkChildren(s, c);
+      return;
+    }
+    if (auto* uo = dyn_cast<UnaryOperator>(s)) {
+      if (uo->getOpcode() == UO_Deref) {
+        std::string v = rootVar(uo->getSubExpr());
+        if (!v.empty()) {
+          Event ev;
+          ev.kind = "deref";
+          ev.name = v;
+          ev.receiverVar = v;
+          ev.text = text(uo);
+          ev.isWrite = isWriteTarget(uo);
+          stamp(ev, uo, c);
+          cur_->events.push_back(std::move(ev));
+        }
+      }
+      walkChildren(s, c);
+      return;
+    }
+    if (auto* ce = dyn_cast<CallExpr>(s)) {
+      recordCall(ce, c);
+      if (isOnceCall(ce)) {
+        Ctx oc = c;
+        oc.inOnce = true;
+        walkChildren(s, oc);
+        return;
+      }
+      walkChildren(s, c);
+      return;
+    }
+    if (auto* bo = dyn_cast<BinaryOperator>(s)) {
+      if (bo->getOpcode() == BO_Assign) recordAssign(bo->getLHS(), bo->getRHS(), bo, c);
+      walkChildren(s, c);
+      return;
+    }
+    if (auto* oc = dyn_cast<CXXOperatorCallExpr>(s)) {
+      if (oc->getOperator() == OO_Equal && oc->getNumArgs() == 2) recordAssign(oc->getArg(0), oc->getArg(1), oc, c);
+      walkChildren(s, c);
+      return;
+    }
+    walkChildren(s, c);
+  }
+
+  bool isWriteTarget(const Expr* e) {
+    auto parents = ctx_.getParents(*e);
+    if (parents.empty()) return false;
+    if (auto* b = parents[0].get<BinaryOperator>()) return b->isAssignmentOp() && b->getLHS() == e;
+    return false;
+  }
+
+  void recordAssign(const Expr* lhs, const Expr* rhs, const Stmt* s, const Ctx& c) {
+    std::string v = rootVar(lhs);
+    if (v.empty()) return;
+    if (!isa<DeclRefExpr>(lhs->IgnoreParenImpCasts())) return;  // only whole-variable reassignments
+    Event ev;
+    ev.kind = "assign";
+    ev.name = v;
+    ev.receiverVar = v;
+    ev.text = text(s);
+    const Expr* r = rhs->IgnoreImplicit();
+    if (auto* x = dyn_cast<MaterializeTemporaryExpr>(r)) r = x->getSubExpr()->IgnoreImplicit();
+    if (auto* x = dyn_cast<CXXBindTemporaryExpr>(r)) r = x->getSubExpr()->IgnoreImplicit();
+    if (auto* ce = dyn_cast<CallExpr>(r)) {
+      ev.qualName = "op";
+      if (auto* fd = ce->getDirectCallee()) ev.templateArgs = fd->getNameAsString();
+      else ev.templateArgs = calleeText(ce);
+    } else if (isa<CXXConstructExpr>(r)) {
+      ev.qualName = "host";
+    } else {
+      ev.qualName = "alias";
+      ev.templateArgs = rootVar(r);
+    }
+    collectVars(rhs, ev.argVars);
+    stamp(ev, s, c);
+    cur_->events.push_back(std::move(ev));
+  }
+
+  std::string switchText_;
+};
+
+class Consumer : public ASTConsumer {
+ public:
+  Consumer(Codebase& cb, const ParseOptions& o) : cb_(cb), o_(o) {}
+  void HandleTranslationUnit(ASTContext& ctx) override {
+    Extractor ex(ctx, cb_, o_);
+    struct V : RecursiveASTVisitor<V> {
+      Extractor* ex;
+      bool VisitFunctionDecl(FunctionDecl* fd) {
+        ex->function(fd);
+        return true;
+      }
+    } v;
+    v.ex = &ex;
+    v.TraverseDecl(ctx.getTranslationUnitDecl());
+  }
+
+ private:
+  Codebase& cb_;
+  const ParseOptions& o_;
+};
+
+class Action : public ASTFrontendAction {
+ public:
+  Action(Codebase& cb, const ParseOptions& o) : cb_(cb), o_(o) {}
+  bool BeginSourceFileAction(CompilerInstance& ci) override {
+    ci.getPreprocessor().SetSuppressIncludeNotFoundError(true);
+    ci.getDiagnostics().setFatalsAsError(true);
+    return true;
+  }
+  std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance&, llvm::StringRef) override {
+    return std::make_unique<Consumer>(cb_, o_);
+  }
+
+ private:
+  Codebase& cb_;
+  const ParseOptions& o_;
+};
+
+class Factory : public tooling::FrontendActionFactory {
+ public:
+  Factory(Codebase& cb, const ParseOptions& o) : cb_(cb), o_(o) {}
+  std::unique_ptr<FrontendAction> create() override { return std::make_unique<Action>(cb_, o_); }
+
+ private:
+  Codebase& cb_;
+  const ParseOptions& o_;
+};
+
+class Counter : public DiagnosticConsumer {
+ public:
+  unsigned errors = 0;
+  void HandleDiagnostic(DiagnosticsEngine::Level level, const Diagnostic& info) override {
+    if (level >= DiagnosticsEngine::Error) ++errors;
+  }
+};
+
+}  // namespace
+
+bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
+  out.root = opts.root;
+  std::unique_ptr<tooling::CompilationDatabase> db;
+  if (!opts.compileCommands.empty()) {
+    std::string path = opts.compileCommands;
+    if (llvm::sys::fs::is_directory(path)) path += "/compile_commands.json";
+    db = tooling::JSONCompilationDatabase::loadFromFile(path, err, tooling::JSONCommandLineSyntax::AutoDetect);
+    if (!db) return false;
+  } else {
+    std::vector<std::string> args = {"-std=c++17", "-xc++"};
+    for (auto& i : opts.includeDirs) args.push_back("-I" + i);
+    db = std::make_unique<tooling::FixedCompilationDatabase>(opts.root, args);
+  }
+  std::vector<std::string> files = opts.files;
+  if (files.empty()) {
+    err = "no translation units to parse";
+    return false;
+  }
+  if (!opts.compileCommands.empty()) db = tooling::inferMissingCompileCommands(std::move(db));
+  std::vector<std::string> extra = {"-ferror-limit=0", "-Wno-everything", "-fno-spell-checking"};
+  if (std::string(M2V_CLANG_RESOURCE_DIR).size()) extra.push_back("-resource-dir=" M2V_CLANG_RESOURCE_DIR);
+  if (!opts.compileCommands.empty())
+    for (auto& i : opts.includeDirs) extra.push_back("-I" + i);
+  Counter counter;
+  Factory factory(out, opts);
+  for (auto& f : files) {  // one tool per file: deterministic order, no progress chatter
+    tooling::ClangTool tool(*db, {f});
+    tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(extra, tooling::ArgumentInsertPosition::END));
+    tool.setDiagnosticConsumer(&counter);
+    tool.setPrintErrorMessage(false);
+    tool.run(&factory);  // errors are recovered from, never fatal to the review
+  }
+  out.errors += counter.errors;
+  out.parsedFiles = files;
+  return true;
+}
+
+}  // namespace m2v::review

@@ -1,0 +1,92 @@
+// The report, in the seed's sections and order: Scope, Findings, Non-issues, Summary (Markdown or JSON).
+#include "report.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace m2v::review {
+namespace {
+
+std::map<std::string, int> counts(const Review& r) {
+  std::map<std::string, int> c{{"high", 0}, {"medium", 0}, {"low", 0}};
+  for (auto& f : r.findings) c[f.severity]++;
+  return c;
+}
+
+std::string verdict(const Review& r) {
+  auto c = counts(r);
+  if (r.findings.empty()) return "No pipeline hazards found on the reviewed paths: pipeline-friendly as far as the reviewer can see.";
+  if (c["high"]) return "Not pipeline-friendly: " + std::to_string(c["high"]) + " path(s) sync the host or fall back to the CPU on the GPU path.";
+  if (c["medium"]) return "Asynchronous, but with avoidable copies or materialization on the GPU path.";
+  return "Asynchronous; only minor fragmentation or allocation overhead.";
+}
+
+}  // namespace
+
+void printMarkdown(const Review& r, std::ostream& out) {
+  out << "# Vulkan pipeline review\n\n## Scope\n\n";
+  out << "- Target reviewed: " << r.target.kind << " `" << r.target.spec << "` -> " << r.target.resolved << "\n";
+  for (auto& m : r.target.matches) out << "  - " << m << "\n";
+  for (auto& n : r.target.notes) out << "  - " << n << "\n";
+  out << "- Rules: " << r.rulesName << "; parsed " << r.parsedUnits << " translation unit(s)";
+  if (r.recoveredErrors) out << ", recovered from " << r.recoveredErrors << " error diagnostic(s)";
+  out << "\n- Files inspected:\n";
+  for (auto& f : r.files) out << "  - " << f << "\n";
+  out << "- Functions inspected:\n";
+  for (auto& f : r.functions) out << "  - " << f.function << " (" << f.file << ":" << f.line << ") [" << f.role << "]\n";
+  out << "\n## Findings\n\n";
+  if (r.findings.empty()) out << "No findings.\n";
+  int i = 0;
+  for (auto& f : r.findings) {
+    out << ++i << ". **" << f.severity << "** [" << f.check << "." << f.rule << "]\n";
+    out << "   - Severity: " << f.severity << "\n";
+    out << "   - Location: " << f.file << ":" << f.line << " in `" << f.function << "`\n";
+    out << "   - Problem: " << f.problem << "\n";
+    out << "   - Why it hurts: " << f.why << "\n";
+    out << "   - Trigger: " << f.trigger << "\n";
+    if (!f.alsoFrom.empty()) {
+      out << "   - Also reached from:";
+      for (auto& a : f.alsoFrom) out << " " << a << ";";
+      out << "\n";
+    }
+    out << "   - Recommended direction: " << f.direction << "\n";
+  }
+  out << "\n## Non-issues\n\n";
+  if (r.nonIssues.empty()) out << "None checked.\n";
+  for (auto& n : r.nonIssues) out << "- " << n.file << ":" << n.line << " in `" << n.function << "`: " << n.reason << "\n";
+  auto c = counts(r);
+  out << "\n## Summary\n\n- Findings: high " << c["high"] << ", medium " << c["medium"] << ", low " << c["low"] << "\n";
+  out << "- " << verdict(r) << "\n";
+}
+
+void printJson(const Review& r, std::ostream& out) {
+  using nlohmann::json;
+  json j;
+  json scope;
+  scope["target"] = {{"kind", r.target.kind}, {"spec", r.target.spec}, {"resolved", r.target.resolved},
+                     {"matches", r.target.matches}, {"notes", r.target.notes}};
+  scope["rules"] = r.rulesName;
+  scope["parsed_units"] = r.parsedUnits;
+  scope["recovered_errors"] = r.recoveredErrors;
+  scope["files"] = r.files;
+  json fns = json::array();
+  for (auto& f : r.functions) fns.push_back({{"function", f.function}, {"file", f.file}, {"line", f.line}, {"role", f.role}});
+  scope["functions"] = fns;
+  j["scope"] = scope;
+  json fs = json::array();
+  for (auto& f : r.findings)
+    fs.push_back({{"severity", f.severity}, {"check", f.check}, {"rule", f.rule}, {"file", f.file}, {"line", f.line},
+                  {"location", f.file + ":" + std::to_string(f.line)}, {"function", f.function},
+                  {"problem", f.problem}, {"why", f.why}, {"trigger", f.trigger}, {"chain", f.chain},
+                  {"also_from", f.alsoFrom}, {"direction", f.direction}});
+  j["findings"] = fs;
+  json ns = json::array();
+  for (auto& n : r.nonIssues)
+    ns.push_back({{"check", n.check}, {"file", n.file}, {"line", n.line}, {"function", n.function}, {"reason", n.reason}});
+  j["non_issues"] = ns;
+  auto c = counts(r);
+  j["summary"] = {{"high", c["high"]}, {"medium", c["medium"]}, {"low", c["low"]}, {"verdict", verdict(r)}};
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace m2v::review

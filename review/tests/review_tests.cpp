@@ -1,0 +1,234 @@
+// Test driver for m2v review: recall/precision on the seeded fixture backend, one test per target kind, CLI
+// contract (exit codes). Usage: review_tests MODE FIXTURE_ROOT [ARG]
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "metal2vk/review.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+static int failures = 0;
+#define EXPECT_TRUE(c, msg)                                           \
+  do {                                                                \
+    if (!(c)) {                                                       \
+      std::cerr << "FAIL " << __LINE__ << ": " << msg << "\n";        \
+      ++failures;                                                     \
+    }                                                                 \
+  } while (0)
+
+static int review(std::vector<std::string> args, json& j, std::string* text = nullptr) {
+  std::ostringstream out, err;
+  int rc = metal2vk::runReviewCli(args, out, err);
+  if (text) *text = out.str() + err.str();
+  if (rc == 0 || rc == 1) {
+    try {
+      j = json::parse(out.str());
+    } catch (...) {
+      j = json();
+    }
+  }
+  if (!err.str().empty()) std::cerr << err.str();
+  return rc;
+}
+
+static bool endsWith(const std::string& s, const std::string& t) {
+  return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
+}
+
+static bool matches(const json& f, const json& e) {
+  return f["file"] == e["file"] && f["line"] == e["line"] && f["check"] == e["check"] &&
+         f["severity"] == e["severity"] && endsWith(f["function"].get<std::string>(), e["function"].get<std::string>()) &&
+         f["trigger"].get<std::string>().find(e["trigger"].get<std::string>()) != std::string::npos;
+}
+
+// Recall and precision over the whole fixture backend (optionally one check).
+static int recall(const std::string& root, const std::string& only) {
+  std::ifstream in(root + "/expected.json");
+  json spec = json::parse(in);
+  json j;
+  int rc = review({"--root", root, "mlx/backend/vulkan", "--json"}, j);
+  EXPECT_TRUE(rc == 0, "review ran");
+  std::vector<json> expected, findings;
+  for (auto& e : spec["expected"])
+    if (only.empty() || e["check"] == only) expected.push_back(e);
+  for (auto& f : j["findings"])
+    if (only.empty() || f["check"] == only) findings.push_back(f);
+  size_t found = 0, correct = 0;
+  for (auto& e : expected) {
+    bool hit = false;
+    for (auto& f : findings) hit = hit || matches(f, e);
+    if (hit) ++found;
+    else {
+      std::cerr << "MISSED " << e.dump() << "\n";
+      for (auto& f : findings)
+        if (f["file"] == e["file"] && f["line"] == e["line"])
+          std::cerr << "  reported there instead: " << f["check"] << " " << f["severity"] << " " << f["function"]
+                    << " trigger: " << f["trigger"] << "\n";
+    }
+  }
+  for (auto& f : findings) {
+    bool ok = false;
+    for (auto& e : expected) ok = ok || matches(f, e);
+    if (ok) ++correct;
+    else std::cerr << "UNEXPECTED " << f["check"] << " " << f["severity"] << " " << f["location"] << " " << f["problem"] << "\n";
+  }
+  for (auto& n : spec["near_misses"])
+    for (auto& f : j["findings"])
+      EXPECT_TRUE(!(f["file"] == n["file"] && f["line"] == n["line"]),
+                  "near miss reported: " << n["file"] << ":" << n["line"] << " " << n["what"]);
+  for (auto& c : spec["clean_files"])
+    for (auto& f : j["findings"]) EXPECT_TRUE(f["file"] != c, "finding in fixed variant " << f["location"]);
+  // every near miss that the checks look at should be explained under Non-issues (reported, not flagged)
+  size_t explained = 0;
+  for (auto& n : spec["near_misses"])
+    for (auto& x : j["non_issues"])
+      if (x["file"] == n["file"] && x["line"] == n["line"]) {
+        ++explained;
+        break;
+      }
+  double r = expected.empty() ? 1.0 : double(found) / expected.size();
+  double p = findings.empty() ? 1.0 : double(correct) / findings.size();
+  std::cout << "review fixture" << (only.empty() ? "" : " [" + only + "]") << ": seeded " << expected.size()
+            << ", found " << found << ", reported " << findings.size() << ", correct " << correct << "; recall "
+            << r << ", precision " << p << "; near misses " << spec["near_misses"].size() << " (explained as non-issues: "
+            << explained << ")\n";
+  EXPECT_TRUE(found == expected.size(), "recall must be 1");
+  EXPECT_TRUE(correct == findings.size(), "precision must be 1");
+  if (only.empty()) EXPECT_TRUE(expected.size() >= 25, "at least 25 seeded hazards");
+  return failures;
+}
+
+static bool hasFinding(const json& j, const std::string& file, int line) {
+  for (auto& f : j["findings"])
+    if (f["file"] == file && f["line"] == line) return true;
+  return false;
+}
+
+static int lineOf(const std::string& root, const std::string& file, const std::string& needle) {
+  std::ifstream in(root + "/" + file);
+  std::string l;
+  for (int n = 1; std::getline(in, l); ++n)
+    if (l.find(needle) != std::string::npos) return n;
+  return -1;
+}
+
+static int targets(const std::string& root, const std::string& mode) {
+  json j;
+  const std::string hs = "mlx/backend/vulkan/host_sync.cpp", cx = "mlx/backend/vulkan/cpu_extraction.cpp",
+                    cp = "mlx/backend/vulkan/copies.cpp", sb = "mlx/backend/vulkan/submit.cpp";
+  if (mode == "file") {
+    EXPECT_TRUE(review({"--root", root, hs, "--json"}, j) == 0, "ran");
+    EXPECT_TRUE(j["scope"]["target"]["kind"] == "file", "kind file");
+    EXPECT_TRUE(j["findings"].size() == 8, "8 findings in host_sync.cpp, got " << j["findings"].size());
+    for (auto& f : j["findings"]) EXPECT_TRUE(f["file"] == hs, "finding outside the file " << f["location"]);
+    EXPECT_TRUE(j["summary"]["high"] == 7, "7 high");
+    std::string md;
+    review({"--root", root, hs}, j, &md);
+    size_t a = md.find("## Scope"), b = md.find("## Findings"), c = md.find("## Non-issues"), d = md.find("## Summary");
+    EXPECT_TRUE(a < b && b < c && c < d && d != std::string::npos, "sections in order");
+    for (auto key : {"Severity:", "Location:", "Problem:", "Why it hurts:", "Trigger:", "Recommended direction:"})
+      EXPECT_TRUE(md.find(key) != std::string::npos, "markdown has " << key);
+    review({"--root", root, "mlx/backend/vulkan/fixed.cpp"}, j, &md);
+    EXPECT_TRUE(md.find("No findings.") != std::string::npos, "explicit no findings");
+  } else if (mode == "function") {
+    EXPECT_TRUE(review({"--root", root, "Conv::eval_gpu", "--json"}, j) == 0, "ran");
+    EXPECT_TRUE(j["scope"]["target"]["kind"] == "function", "kind function");
+    EXPECT_TRUE(j["findings"].size() == 1, "one finding");
+    if (j["findings"].size() == 1) {
+      auto& f = j["findings"][0];
+      EXPECT_TRUE(f["line"] == lineOf(root, hs, "s.device.synchronize()"), "at the hazard in the second helper");
+      EXPECT_TRUE(f["chain"].size() == 3, "chain eval_gpu -> run_conv -> finish_stream");
+      EXPECT_TRUE(f["trigger"].get<std::string>().find("groups_ > 1") != std::string::npos &&
+                      f["trigger"].get<std::string>().find("`flip`") != std::string::npos,
+                  "trigger across the chain");
+    }
+    bool listed = false;
+    for (auto& fn : j["scope"]["functions"]) listed = listed || fn["function"] == "mlx::core::finish_stream";
+    EXPECT_TRUE(listed, "followed callee listed in scope");
+  } else if (mode == "class") {
+    EXPECT_TRUE(review({"--root", root, "Gather", "--json"}, j) == 0, "ran");
+    EXPECT_TRUE(j["scope"]["target"]["kind"] == "class", "kind class");
+    EXPECT_TRUE(hasFinding(j, cx, lineOf(root, cx, "int i = indices.item<int>()")), "helper finding via the class");
+    EXPECT_TRUE(j["findings"].size() == 1, "only Gather's finding");
+  } else if (mode == "symbol") {
+    EXPECT_TRUE(review({"--root", root, "Add::eval_gpu", "--json"}, j) == 0, "ran");
+    EXPECT_TRUE(j["scope"]["target"]["kind"] == "symbol", "several matches");
+    EXPECT_TRUE(j["scope"]["target"]["matches"].size() == 2, "both listed");
+    for (auto& f : j["findings"]) EXPECT_TRUE(f["file"] == cx, "only the Vulkan match reviewed: " << f["location"]);
+    EXPECT_TRUE(j["findings"].size() == 3, "three scalar fast path findings");
+  } else if (mode == "diff") {
+    int l = lineOf(root, cp, "auto y32 = multiply(x32, x32, s);");
+    fs::path tmp = fs::temp_directory_path() / "m2v_review_test.diff";
+    std::ofstream(tmp) << "--- a/" << cp << "\n+++ b/" << cp << "\n@@ -" << l << ",1 +" << l << ",1 @@\n"
+                       << "-  auto y32 = x32;\n+  auto y32 = multiply(x32, x32, s);\n";
+    EXPECT_TRUE(review({"--root", root, "--diff", tmp.string(), "--json"}, j) == 0, "ran");
+    EXPECT_TRUE(j["scope"]["target"]["kind"] == "diff", "kind diff");
+    EXPECT_TRUE(j["findings"].size() == 2, "RMSNorm's two findings, got " << j["findings"].size());
+    for (auto& f : j["findings"]) EXPECT_TRUE(f["function"] == "mlx::core::RMSNorm::eval_gpu", "only RMSNorm");
+    fs::remove(tmp);
+  } else if (mode == "commit") {
+    fs::path repo = fs::temp_directory_path() / ("m2v_review_repo_" + std::to_string(::getpid()));
+    fs::remove_all(repo);
+    fs::create_directories(repo);
+    fs::copy(root, repo, fs::copy_options::recursive);
+    std::string g = "cd '" + repo.string() + "' && git -c init.defaultBranch=main init -q && git add -A && " +
+                    "git -c user.name=t -c user.email=t@t commit -qm base";
+    EXPECT_TRUE(std::system(g.c_str()) == 0, "git base commit");
+    // second commit: touch Multiply::eval_gpu only
+    std::ifstream in(repo / sb);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    auto pos = text.find("  d.submit(s.index);");
+    text.insert(pos, "  // flush so the result is visible\n");
+    in.close();
+    std::ofstream(repo / sb) << text;
+    g = "cd '" + repo.string() + "' && git -c user.name=t -c user.email=t@t commit -qam change";
+    EXPECT_TRUE(std::system(g.c_str()) == 0, "git change commit");
+    EXPECT_TRUE(review({"--root", repo.string(), "--commit", "HEAD", "--json"}, j) == 0, "ran --commit");
+    EXPECT_TRUE(j["scope"]["target"]["kind"] == "commit", "kind commit");
+    EXPECT_TRUE(j["findings"].size() == 1 && j["findings"][0]["function"] == "mlx::core::Multiply::eval_gpu",
+                "the touched function's finding");
+    json r;
+    EXPECT_TRUE(review({"--root", repo.string(), "HEAD~1..HEAD", "--json"}, r) == 0, "ran range");
+    EXPECT_TRUE(r["findings"] == j["findings"], "range equals commit");
+    fs::remove_all(repo);
+  } else if (mode == "cli") {
+    std::string t;
+    EXPECT_TRUE(review({"--root", root, hs, "--fail-on", "high"}, j, &t) == 1, "--fail-on high fails on high");
+    EXPECT_TRUE(review({"--root", root, "mlx/backend/vulkan/fixed.cpp", "--fail-on", "low"}, j, &t) == 0, "clean passes");
+    EXPECT_TRUE(review({"--root", root}, j, &t) == 2, "usage error");
+    EXPECT_TRUE(review({"--root", root, "NoSuchThing"}, j, &t) == 2, "unknown target");
+    EXPECT_TRUE(review({"--root", root + "/nope", "x"}, j, &t) == 2, "bad root");
+    EXPECT_TRUE(review({"--root", root, hs, "--config", "/nonexistent.json"}, j, &t) == 2, "bad config");
+    // config can change a severity and disable a check
+    fs::path cfg = fs::temp_directory_path() / "m2v_review_cfg.json";
+    std::ofstream(cfg) << R"({"severity": {"host-sync": "low"}, "disabled_checks": ["cb-break"]})";
+    EXPECT_TRUE(review({"--root", root, hs, "--json", "--config", cfg.string()}, j) == 0, "ran with config");
+    for (auto& f : j["findings"]) {
+      EXPECT_TRUE(f["check"] != "cb-break", "disabled check silent");
+      if (f["check"] == "host-sync") EXPECT_TRUE(f["severity"] == "low", "severity from config");
+    }
+    fs::remove(cfg);
+  } else {
+    std::cerr << "unknown mode " << mode << "\n";
+    return 2;
+  }
+  if (!failures) std::cout << "target " << mode << ": ok\n";
+  return failures;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: review_tests recall|file|function|class|symbol|diff|commit|cli FIXTURE_ROOT [CHECK]\n";
+    return 2;
+  }
+  std::string mode = argv[1], root = fs::canonical(argv[2]).string();
+  int rc = mode == "recall" ? recall(root, argc > 3 ? argv[3] : "") : targets(root, mode);
+  return rc ? 1 : 0;
+}

@@ -1,0 +1,114 @@
+// Internal state behind the public handles of runtime.h.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "metal2vk/runtime.h"
+#include "vk_util.h"
+
+namespace m2v {
+
+uint32_t resolveTimeoutMs(uint32_t requested);
+
+struct DeviceState {
+  DeviceInfo info;
+  uint32_t timeoutMs = 10000;
+
+  // Validation log: written from the debug callback (any thread), read by tests.
+  mutable std::mutex logMutex;
+  std::vector<std::string> validationLog;
+
+  // Declaration order is destruction order reversed: the instance and device outlive everything below them.
+  UniqueInstance instance;
+  UniqueDebugMessenger messenger;
+  VkPhysicalDevice physicalDevice = VK_NULL_HANDLE;
+  UniqueDevice device;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queueFamily = 0;
+  VkPhysicalDeviceMemoryProperties memoryProperties{};
+  uint8_t pipelineCacheUuid[VK_UUID_SIZE] = {};
+  std::mutex queueMutex;  // vkQueueSubmit2 needs external synchronisation of the queue
+
+  // After a timeout or device loss: further submissions throw, teardown leaks instead of destroying in-use objects.
+  std::atomic<bool> faulted{false};
+  std::mutex faultMutex;
+  std::string faultReason;
+  void markFaulted(const std::string& reason);
+  std::string faultMessage();
+
+  // Pipelines: in-memory map keyed by module hash + specialisation, backed by a VkPipelineCache persisted to disk.
+  std::mutex pipelineMutex;
+  UniquePipelineCache pipelineCache;
+  std::string pipelineCachePath;
+  uint64_t diskCacheBytesLoaded = 0;
+  bool pipelineCacheDirty = false;
+  std::unordered_map<uint32_t, UniquePipelineLayout> layoutsByPushSize;
+  std::unordered_map<std::string, UniquePipeline> pipelines;
+  uint64_t pipelinesCreated = 0;
+  std::atomic<uint64_t> pipelineMemoryHits{0};
+
+  // Required subgroup size -> lanes the probe kernel actually saw (see Device::createKernel).
+  std::mutex subgroupProbeMutex;
+  std::vector<std::pair<uint32_t, uint32_t>> measuredSubgroupWidths;
+
+  ~DeviceState();
+  VkDevice vk() const { return device.get(); }
+  // Memory type with all `required` flags (and `preferred` ones when possible); throws when none fits.
+  uint32_t findMemoryType(uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
+  VkPipelineLayout layoutForPushSize(uint32_t pushSize);  // caller holds pipelineMutex
+  void savePipelineCache();
+};
+
+// A VkBuffer + its memory, with a device address. `hostPointer` is set for host-visible (staging) buffers.
+struct RawBuffer {
+  UniqueMemory memory;
+  UniqueBuffer buffer;
+  VkDeviceSize size = 0;
+  uint64_t address = 0;
+  void* hostPointer = nullptr;
+};
+RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size, bool hostVisible);
+
+struct BufferObject {
+  std::shared_ptr<DeviceState> device;
+  RawBuffer raw;
+  // Last batch (globally unique serial) that took a reference: lets a stream keep each buffer alive once per batch.
+  std::atomic<uint64_t> keptByBatch{0};
+};
+
+// Value of a function constant as set by the host; converted to the reflected type when the pipeline is built.
+struct ConstantValue {
+  enum class Kind : uint8_t { Bool, Int, Float } kind = Kind::Int;
+  int64_t i = 0;
+  double f = 0;
+};
+
+struct KernelArg {
+  uint32_t bufferIndex = 0;
+  uint32_t offset = 0;      // in the push block, or in the argument buffer
+  bool readOnly = false;    // `const` / constant address space: no write hazard
+  bool optional = false;    // guarded by a function constant: may be unbound (address 0)
+};
+
+struct KernelObject {
+  std::shared_ptr<DeviceState> device;
+  KernelReflection reflection;
+  UniqueShaderModule module;
+  std::array<uint64_t, 2> moduleHash{};  // two independent 64-bit hashes of the words
+  std::vector<KernelArg> args;
+  uint32_t argumentBufferSize = 0;  // bytes, when reflection.argumentBuffer
+
+  // Pipeline for one specialisation; created on first use and cached device-wide. Throws UsageError when the
+  // threadgroup does not fit the pipeline (size limits, threadgroup memory, subgroups per workgroup).
+  VkPipeline pipelineFor(const Size3& threadgroup, const std::vector<std::pair<uint32_t, ConstantValue>>& constants,
+                         const std::vector<std::pair<uint32_t, uint32_t>>& threadgroupLengths,
+                         VkPipelineLayout* layout);
+};
+
+}  // namespace m2v

@@ -1,0 +1,297 @@
+// Kernels: module + reflection checks against the device, specialisation and the device-wide pipeline cache.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "internal.h"
+#include "subgroup_width_probe.h"  // generated: const uint32_t kSubgroupWidthProbe[]
+
+namespace m2v {
+
+namespace {
+
+std::array<uint64_t, 2> hashWords(std::span<const uint32_t> words, uint32_t salt) {
+  // FNV-1a over the bytes and a multiply-xorshift mix over the words: two independent hashes, so an in-memory
+  // cache collision would need both to collide.
+  uint64_t fnv = 0xcbf29ce484222325ull ^ salt;
+  uint64_t mix = 0x9e3779b97f4a7c15ull + salt;
+  for (uint32_t w : words) {
+    for (int b = 0; b < 4; ++b) {
+      fnv ^= (w >> (8 * b)) & 0xff;
+      fnv *= 0x100000001b3ull;
+    }
+    mix ^= w;
+    mix *= 0xff51afd7ed558ccdull;
+    mix ^= mix >> 33;
+  }
+  return {fnv, mix ^ words.size()};
+}
+
+std::string stripType(std::string type) {
+  for (const char* word : {"const ", "constant ", "thread "})
+    for (size_t pos; (pos = type.find(word)) != std::string::npos;) type.erase(pos, std::strlen(word));
+  type.erase(std::remove(type.begin(), type.end(), ' '), type.end());
+  return type;
+}
+
+bool isReadOnlyParam(const KernelParam& p) {
+  if (p.addressSpace == "constant") return true;
+  // "const device T*": the pointee is const. A trailing "* const" only makes the pointer const.
+  return p.type.rfind("const ", 0) == 0 || p.type.find(" const ") < p.type.find('*');
+}
+
+uint16_t floatToHalf(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  uint32_t sign = (bits >> 16) & 0x8000;
+  int32_t exponent = int32_t((bits >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = bits & 0x7fffff;
+  if (((bits >> 23) & 0xff) == 0xff) return uint16_t(sign | 0x7c00 | (mantissa ? 0x200 : 0));  // inf / nan
+  if (exponent >= 31) return uint16_t(sign | 0x7c00);                                          // overflow
+  if (exponent <= 0) {                                                                          // subnormal / zero
+    if (exponent < -10) return uint16_t(sign);
+    mantissa |= 0x800000;
+    uint32_t shift = uint32_t(14 - exponent);
+    uint32_t half = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1))) ++half;
+    return uint16_t(sign | half);
+  }
+  uint32_t half = sign | (uint32_t(exponent) << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) ++half;  // may carry into the exponent: correct rounding
+  return uint16_t(half);
+}
+
+// Bytes of `value` as the reflected Metal type; the size must equal the SPIR-V spec constant's width.
+std::vector<uint8_t> constantBytes(const FunctionConstant& fc, const ConstantValue& value) {
+  const std::string type = stripType(fc.type);
+  auto asInt = [&] { return value.kind == ConstantValue::Kind::Float ? int64_t(value.f) : value.i; };
+  auto asFloat = [&] { return value.kind == ConstantValue::Kind::Float ? value.f : double(value.i); };
+  std::vector<uint8_t> out;
+  auto put = [&](const void* p, size_t n) { out.assign(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n); };
+  if (type == "bool") {
+    uint32_t b = value.kind == ConstantValue::Kind::Float ? value.f != 0 : value.i != 0;  // VkBool32
+    put(&b, 4);
+  } else if (type == "char" || type == "uchar" || type == "int8_t" || type == "uint8_t") {
+    uint8_t v = uint8_t(asInt());
+    put(&v, 1);
+  } else if (type == "short" || type == "ushort" || type == "int16_t" || type == "uint16_t") {
+    uint16_t v = uint16_t(asInt());
+    put(&v, 2);
+  } else if (type == "int" || type == "uint" || type == "int32_t" || type == "uint32_t" || type == "unsigned") {
+    uint32_t v = uint32_t(asInt());
+    put(&v, 4);
+  } else if (type == "long" || type == "ulong" || type == "int64_t" || type == "uint64_t" || type == "size_t") {
+    uint64_t v = uint64_t(asInt());
+    put(&v, 8);
+  } else if (type == "float") {
+    float v = float(asFloat());
+    put(&v, 4);
+  } else if (type == "half") {
+    uint16_t v = floatToHalf(float(asFloat()));
+    put(&v, 2);
+  } else if (type == "bfloat") {
+    uint32_t bits = std::bit_cast<uint32_t>(float(asFloat()));
+    uint16_t v = uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);  // round to nearest even
+    put(&v, 2);
+  } else {
+    throw UsageError("function constant '" + fc.name + "' has unsupported type '" + fc.type + "'");
+  }
+  return out;
+}
+
+bool capabilitySupported(const DeviceInfo& info, const std::string& cap) {
+  if (cap == "Int64") return info.shaderInt64;
+  if (cap == "Int16") return info.shaderInt16;
+  if (cap == "Int8") return info.shaderInt8;
+  if (cap == "Float16") return info.shaderFloat16;
+  if (cap == "StorageBuffer8BitAccess" || cap == "UniformAndStorageBuffer8BitAccess") return info.storageBuffer8Bit;
+  if (cap == "StorageBuffer16BitAccess" || cap == "UniformAndStorageBuffer16BitAccess") return info.storageBuffer16Bit;
+  if (cap == "AtomicFloat32AddEXT" || cap == "AtomicFloat64AddEXT") return info.atomicFloat;
+  if (cap == "AtomicFloat16AddEXT" || cap == "AtomicFloat16MinMaxEXT" || cap == "AtomicFloat32MinMaxEXT" ||
+      cap == "AtomicFloat64MinMaxEXT")
+    return info.atomicFloat2;
+  if (cap == "CooperativeMatrixKHR") return info.cooperativeMatrix;
+  return true;  // core capabilities of Vulkan 1.3 compute, or ones the driver will check itself
+}
+
+}  // namespace
+
+Kernel Device::createKernel(std::span<const uint32_t> spirv, const KernelReflection& reflection) {
+  const DeviceInfo& info = state_->info;
+  const std::string name = "kernel '" + reflection.entry + "'";
+  if (spirv.size() < 5 || spirv[0] != 0x07230203u) throw UsageError(name + ": not a SPIR-V module");
+  if (reflection.requiredSubgroupSize) {
+    uint32_t want = reflection.requiredSubgroupSize;
+    if (!std::has_single_bit(want)) throw UsageError(name + ": required_subgroup_size must be a power of two");
+    if (!info.requiredSubgroupSizeInCompute || want < info.minSubgroupSize || want > info.maxSubgroupSize)
+      throw UnsupportedError(name + " uses simdgroup functions and needs " + std::to_string(want) +
+                             "-wide subgroups, but " + info.name + " provides " +
+                             std::to_string(info.minSubgroupSize) + ".." + std::to_string(info.maxSubgroupSize) +
+                             (info.requiredSubgroupSizeInCompute ? "" : " without subgroup size control in compute") +
+                             "; refusing to run it rather than compute a wrong answer");
+  }
+  if (uint32_t want = reflection.requiredSubgroupSize) {
+    uint32_t lanes = measureSubgroupWidth(want);
+    if (lanes != want)
+      throw UnsupportedError(name + " uses simdgroup functions and needs " + std::to_string(want) +
+                             "-wide subgroups; " + info.name + " accepts required subgroup size " +
+                             std::to_string(want) + " but a probe kernel ran with " + std::to_string(lanes) +
+                             " lanes per subgroup (driver bug); refusing to run it rather than compute a wrong answer");
+  }
+  for (const std::string& cap : reflection.capabilities)
+    if (!capabilitySupported(info, cap))
+      throw UnsupportedError(name + " needs SPIR-V capability " + cap + ", which " + info.name + " does not support");
+  uint32_t push = reflection.pushConstantSize;
+  if (push < 16 || push % 4 || push > kPushConstantLimit || push > info.maxPushConstantsSize)
+    throw UsageError(name + ": push constant size " + std::to_string(push) + " is outside 16..128 or not 4-aligned");
+
+  return createKernelUnchecked(spirv, reflection);
+}
+
+// Runs the embedded probe with `requested` as required subgroup size and returns the lanes per subgroup it saw
+// (the minimum over one 64-thread workgroup). Cached per device. Host wait: kernel creation only, once.
+uint32_t Device::measureSubgroupWidth(uint32_t requested) {
+  std::lock_guard lock(state_->subgroupProbeMutex);
+  for (const auto& [size, lanes] : state_->measuredSubgroupWidths)
+    if (size == requested) return lanes;
+  KernelReflection probe;
+  probe.entry = "m2v_subgroup_width_probe";
+  probe.pushConstantSize = 24;
+  probe.args = {{0, 16}};
+  probe.params = {{"lanes", "device uint*", "device", ParamKind::Buffer, 0, "", ""}};
+  probe.requiredSubgroupSize = requested;
+  const uint32_t threads = 64;
+  uint32_t lanes = 0;
+  if (uint64_t(state_->info.maxComputeWorkgroupSubgroups) * requested >= threads) {
+    Kernel kernel = createKernelUnchecked(
+        std::span<const uint32_t>(kSubgroupWidthProbe, sizeof kSubgroupWidthProbe / 4), probe);
+    Buffer out = createBuffer(threads * 4);
+    Stream stream = createStream();
+    stream.setKernel(kernel);
+    stream.setBuffer(out, 0, 0);
+    stream.dispatchThreadgroups({1, 1, 1}, {threads, 1, 1});
+    std::vector<uint32_t> seen(threads);
+    stream.readback(out, 0, seen.data(), threads * 4);
+    lanes = UINT32_MAX;
+    for (uint32_t v : seen) lanes = std::min(lanes, v / 1000);
+  }
+  state_->measuredSubgroupWidths.emplace_back(requested, lanes);
+  return lanes;
+}
+
+Kernel Device::createKernelUnchecked(std::span<const uint32_t> spirv, const KernelReflection& reflection) {
+  const std::string name = "kernel '" + reflection.entry + "'";
+  const uint32_t push = reflection.pushConstantSize;
+  auto object = std::make_shared<KernelObject>();
+  object->device = state_;
+  object->reflection = reflection;
+  uint32_t salt = push | reflection.requiredSubgroupSize << 8 | uint32_t(reflection.argumentBuffer) << 16;
+  object->moduleHash = hashWords(spirv, salt);
+  for (const PushArg& a : reflection.args) {
+    KernelArg arg{a.buffer, a.offset, false, false};
+    for (const KernelParam& p : reflection.params)
+      if (p.kind == ParamKind::Buffer && p.index == a.buffer) {
+        arg.readOnly = isReadOnlyParam(p);
+        arg.optional = !p.functionConstant.empty();
+      }
+    if (a.offset % 8)
+      throw UsageError(name + ": buffer(" + std::to_string(a.buffer) + ") address offset is not 8-aligned");
+    if (reflection.argumentBuffer)
+      object->argumentBufferSize = std::max(object->argumentBufferSize, a.offset + 8);
+    else if (a.offset < kPushArgsOffset || a.offset + 8 > push)
+      throw UsageError(name + ": buffer(" + std::to_string(a.buffer) + ") address lies outside the push block");
+    object->args.push_back(arg);
+  }
+  if (reflection.argumentBuffer && push < kPushArgsOffset + 8)
+    throw UsageError(name + ": argument buffer address does not fit in the push block");
+
+  VkShaderModuleCreateInfo moduleInfo{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  moduleInfo.codeSize = spirv.size() * 4;
+  moduleInfo.pCode = spirv.data();
+  VkShaderModule module = VK_NULL_HANDLE;
+  vkCheck(vkCreateShaderModule(state_->vk(), &moduleInfo, nullptr, &module), "vkCreateShaderModule", state_.get());
+  object->module = UniqueShaderModule(state_->vk(), module);
+  return Kernel(std::move(object));
+}
+
+const KernelReflection& Kernel::reflection() const {
+  if (!object_) throw UsageError("empty Kernel");
+  return object_->reflection;
+}
+
+VkPipeline KernelObject::pipelineFor(const Size3& tg, const std::vector<std::pair<uint32_t, ConstantValue>>& constants,
+                                     const std::vector<std::pair<uint32_t, uint32_t>>& threadgroupLengths,
+                                     VkPipelineLayout* layout) {
+  const DeviceInfo& info = device->info;
+  const std::string name = "kernel '" + reflection.entry + "'";
+
+  // Specialisation data and the cache key are built together: the key is exactly the bytes that specialise.
+  std::vector<VkSpecializationMapEntry> entries;
+  std::vector<uint8_t> data;
+  std::string key(reinterpret_cast<const char*>(moduleHash.data()), sizeof(moduleHash));
+  auto add = [&](uint32_t specId, const void* bytes, size_t size) {
+    entries.push_back({specId, uint32_t(data.size()), size});
+    data.insert(data.end(), static_cast<const uint8_t*>(bytes), static_cast<const uint8_t*>(bytes) + size);
+  };
+  const uint32_t wg[3] = {tg.x, tg.y, tg.z};
+  for (uint32_t i = 0; i < 3; ++i) add(kWorkgroupSizeSpecBase + i, &wg[i], 4);
+
+  for (const FunctionConstant& fc : reflection.functionConstants) {
+    auto it = std::find_if(constants.begin(), constants.end(), [&](const auto& c) { return c.first == fc.index; });
+    uint32_t defined = it != constants.end();
+    // Unset constants read as 0/false and "not defined" (ABI), so pass that explicitly.
+    std::vector<uint8_t> bytes = constantBytes(fc, defined ? it->second : ConstantValue{});
+    add(fc.specId, bytes.data(), bytes.size());
+    add(fc.definedSpecId, &defined, 4);
+  }
+
+  uint64_t sharedBytes = reflection.staticThreadgroupBytes;
+  for (const DynamicThreadgroupMemory& d : reflection.dynamicThreadgroupMemory) {
+    auto it = std::find_if(threadgroupLengths.begin(), threadgroupLengths.end(),
+                           [&](const auto& l) { return l.first == d.index; });
+    uint32_t length = it != threadgroupLengths.end() ? it->second : 0;
+    sharedBytes += length;
+    if (it != threadgroupLengths.end()) add(d.specId, &length, 4);  // unset: keep the module's default
+    else key += "u";
+  }
+  if (sharedBytes > info.maxSharedMemoryBytes)
+    throw UsageError(name + " needs " + std::to_string(sharedBytes) + " bytes of threadgroup memory; the device allows " +
+                     std::to_string(info.maxSharedMemoryBytes));
+  if (reflection.requiredSubgroupSize && info.maxComputeWorkgroupSubgroups &&
+      uint64_t(tg.x) * tg.y * tg.z > uint64_t(info.maxComputeWorkgroupSubgroups) * reflection.requiredSubgroupSize)
+    throw UsageError(name + ": threadgroup too large for " + std::to_string(reflection.requiredSubgroupSize) +
+                     "-wide subgroups (at most " + std::to_string(info.maxComputeWorkgroupSubgroups) + " subgroups)");
+  key.append(reinterpret_cast<const char*>(data.data()), data.size());
+  for (const auto& e : entries) key.append(reinterpret_cast<const char*>(&e.constantID), 4);
+
+  std::lock_guard lock(device->pipelineMutex);
+  *layout = device->layoutForPushSize(reflection.pushConstantSize);
+  if (auto it = device->pipelines.find(key); it != device->pipelines.end()) {
+    device->pipelineMemoryHits.fetch_add(1, std::memory_order_relaxed);
+    return it->second.get();
+  }
+
+  VkSpecializationInfo specialization{uint32_t(entries.size()), entries.data(), data.size(), data.data()};
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroupSize{
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+  subgroupSize.requiredSubgroupSize = reflection.requiredSubgroupSize;
+  VkComputePipelineCreateInfo pipelineInfo{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  pipelineInfo.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pipelineInfo.stage.pNext = reflection.requiredSubgroupSize ? &subgroupSize : nullptr;
+  pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pipelineInfo.stage.module = module.get();
+  pipelineInfo.stage.pName = reflection.spirvEntry.c_str();
+  pipelineInfo.stage.pSpecializationInfo = &specialization;
+  pipelineInfo.layout = *layout;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  vkCheck(vkCreateComputePipelines(device->vk(), device->pipelineCache.get(), 1, &pipelineInfo, nullptr, &pipeline),
+          "vkCreateComputePipelines", device.get());
+  device->pipelines.emplace(std::move(key), UniquePipeline(device->vk(), pipeline));
+  device->pipelinesCreated++;
+  device->pipelineCacheDirty = true;
+  return pipeline;
+}
+
+}  // namespace m2v

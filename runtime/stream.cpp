@@ -1,0 +1,656 @@
+// Stream: Metal command queue + command buffer + compute encoder on one VkQueue, with a timeline semaphore.
+//
+// Async policy: nothing in the recording path (set*, dispatch*, upload, fill, copy, enqueueReadback, commit) waits on
+// the host. Completed work is reclaimed by polling the timeline value (vkGetSemaphoreCounterValue, non-blocking);
+// when nothing is free yet a new command buffer / arena chunk is created instead of waiting.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "internal.h"
+
+namespace m2v {
+
+namespace {
+
+constexpr VkDeviceSize kArenaChunkBytes = VkDeviceSize(1) << 20;
+// Pending (unbarriered) accesses kept for hazard checks; past this a barrier is cheaper than scanning.
+constexpr size_t kMaxPendingAccesses = 64;
+constexpr uint32_t kMaxBufferIndex = 4096;
+
+std::atomic<uint64_t> gNextBatchSerial{1};
+
+// Host-visible memory the stream writes (setBytes data, argument buffers, upload staging) or reads (readbacks).
+struct ArenaChunk {
+  RawBuffer raw;
+  VkDeviceSize used = 0;
+  uint64_t lastUse = 0;  // timeline value of the last batch that references it
+};
+
+struct ArenaSlice {
+  ArenaChunk* chunk = nullptr;
+  VkDeviceSize offset = 0;
+  uint8_t* host = nullptr;
+  uint64_t address = 0;
+};
+
+// A byte range of a buffer that a recorded command reads or writes.
+struct Access {
+  const BufferObject* buffer = nullptr;
+  uint64_t begin = 0, end = 0;
+  bool write = false;
+};
+
+struct PendingReadback {
+  const uint8_t* staging = nullptr;
+  void* destination = nullptr;
+  size_t size = 0;
+};
+
+struct TimingLabel {
+  std::string kernel;
+  uint64_t sequence = 0;
+};
+
+// One command buffer and what must stay alive until the timeline reaches `signalValue`.
+struct Batch {
+  VkCommandBuffer commandBuffer = VK_NULL_HANDLE;
+  UniqueQueryPool queries;
+  uint64_t serial = 0;
+  uint64_t signalValue = 0;
+  uint32_t dispatches = 0;
+  uint32_t otherCommands = 0;
+  bool needsHostBarrier = false;
+  std::vector<std::shared_ptr<BufferObject>> keepAlive;
+  std::vector<PendingReadback> readbacks;
+  std::vector<TimingLabel> timings;
+};
+
+uint64_t alignUp(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+}  // namespace
+
+struct StreamState {
+  std::shared_ptr<DeviceState> device;
+  StreamOptions options;
+  UniqueCommandPool commandPool;
+  UniqueSemaphore timeline;
+  uint64_t submittedValue = 0;  // value signalled by the last submitted batch
+  uint64_t completedValue = 0;  // last value observed on the timeline
+
+  std::unique_ptr<Batch> recording;
+  std::deque<std::unique_ptr<Batch>> inFlight;
+  std::vector<std::unique_ptr<Batch>> spareBatches;
+  std::vector<std::unique_ptr<ArenaChunk>> arena;
+  ArenaChunk* currentChunk = nullptr;
+  std::vector<Access> pendingAccesses;
+
+  // Encoder state.
+  std::shared_ptr<KernelObject> kernel;
+  struct Binding {
+    std::shared_ptr<BufferObject> buffer;  // null for setBytes data
+    uint64_t address = 0;
+    uint64_t offset = 0;
+    uint64_t end = 0;  // hazard range end
+    ArenaChunk* bytesChunk = nullptr;
+    bool bound = false;
+  };
+  std::vector<Binding> bindings;
+  std::vector<std::pair<uint32_t, ConstantValue>> constants;
+  std::vector<std::pair<uint32_t, uint32_t>> threadgroupLengths;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout pipelineLayout = VK_NULL_HANDLE;
+  Size3 pipelineThreadgroup;
+  bool pipelineValid = false;
+  VkPipeline boundPipeline = VK_NULL_HANDLE;  // in the recording command buffer
+
+  std::vector<DispatchTiming> timings;
+  Stream::Stats stats;
+  uint64_t dispatchSequence = 0;
+  std::vector<Access> scratchAccesses;
+
+  VkDevice vk() const { return device->vk(); }
+
+  void throwIfFaulted() {
+    if (device->faulted.load(std::memory_order_relaxed)) throw DeviceError(device->faultMessage());
+  }
+
+  Batch& ensureRecording() {
+    if (recording) return *recording;
+    throwIfFaulted();
+    std::unique_ptr<Batch> batch;
+    if (!spareBatches.empty()) {
+      batch = std::move(spareBatches.back());
+      spareBatches.pop_back();
+    } else {
+      batch = std::make_unique<Batch>();
+      VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+      info.commandPool = commandPool.get();
+      info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+      info.commandBufferCount = 1;
+      vkCheck(vkAllocateCommandBuffers(vk(), &info, &batch->commandBuffer), "vkAllocateCommandBuffers", device.get());
+      if (options.timestamps) {
+        VkQueryPoolCreateInfo q{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        q.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        q.queryCount = 2 * options.batchSize;
+        VkQueryPool pool = VK_NULL_HANDLE;
+        vkCheck(vkCreateQueryPool(vk(), &q, nullptr, &pool), "vkCreateQueryPool", device.get());
+        batch->queries = UniqueQueryPool(vk(), pool);
+      }
+    }
+    batch->serial = gNextBatchSerial.fetch_add(1, std::memory_order_relaxed);
+    batch->signalValue = submittedValue + 1;
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    vkCheck(vkBeginCommandBuffer(batch->commandBuffer, &begin), "vkBeginCommandBuffer", device.get());
+    if (batch->queries) vkCmdResetQueryPool(batch->commandBuffer, batch->queries.get(), 0, 2 * options.batchSize);
+    boundPipeline = VK_NULL_HANDLE;
+    recording = std::move(batch);
+    return *recording;
+  }
+
+  // Non-blocking: retire batches the timeline has passed (readbacks copied out, timings collected, memory freed).
+  void reclaim() {
+    uint64_t value = 0;
+    vkCheck(vkGetSemaphoreCounterValue(vk(), timeline.get(), &value), "vkGetSemaphoreCounterValue", device.get());
+    completedValue = std::max(completedValue, value);
+    while (!inFlight.empty() && inFlight.front()->signalValue <= completedValue) {
+      std::unique_ptr<Batch> batch = std::move(inFlight.front());
+      inFlight.pop_front();
+      for (const PendingReadback& r : batch->readbacks) std::memcpy(r.destination, r.staging, r.size);
+      if (batch->queries && !batch->timings.empty()) collectTimings(*batch);
+      batch->keepAlive.clear();
+      batch->readbacks.clear();
+      batch->timings.clear();
+      batch->dispatches = batch->otherCommands = 0;
+      batch->needsHostBarrier = false;
+      spareBatches.push_back(std::move(batch));
+    }
+  }
+
+  void collectTimings(Batch& batch) {
+    uint32_t count = uint32_t(batch.timings.size()) * 2;
+    std::vector<uint64_t> ticks(count);
+    VkResult r = vkGetQueryPoolResults(vk(), batch.queries.get(), 0, count, ticks.size() * 8, ticks.data(), 8,
+                                       VK_QUERY_RESULT_64_BIT);
+    if (r != VK_SUCCESS) return;  // VK_NOT_READY cannot happen after completion; never block here
+    for (size_t i = 0; i < batch.timings.size(); ++i) {
+      double ns = double(ticks[2 * i + 1] - ticks[2 * i]) * device->info.timestampPeriodNs;
+      timings.push_back({std::move(batch.timings[i].kernel), batch.timings[i].sequence, ns});
+    }
+  }
+
+  // setBytes data stays bound (and may be dispatched again later), so its chunk is not recycled while bound.
+  bool heldByBinding(const ArenaChunk* chunk) const {
+    for (const Binding& b : bindings)
+      if (b.bound && b.bytesChunk == chunk) return true;
+    return false;
+  }
+
+  // Host-visible memory valid until the batch now being recorded completes.
+  ArenaSlice allocate(VkDeviceSize size, VkDeviceSize alignment) {
+    uint64_t useValue = submittedValue + 1;
+    if (!currentChunk || alignUp(currentChunk->used, alignment) + size > currentChunk->raw.size) {
+      currentChunk = nullptr;
+      for (auto& chunk : arena)
+        if (chunk->lastUse <= completedValue && chunk->raw.size >= size && !heldByBinding(chunk.get())) {
+          chunk->used = 0;
+          currentChunk = chunk.get();
+          break;
+        }
+      if (!currentChunk) {
+        auto chunk = std::make_unique<ArenaChunk>();
+        chunk->raw = createRawBuffer(*device, std::max(kArenaChunkBytes, alignUp(size, 256)), true);
+        currentChunk = chunk.get();
+        arena.push_back(std::move(chunk));
+      }
+    }
+    ArenaSlice slice;
+    slice.chunk = currentChunk;
+    slice.offset = alignUp(currentChunk->used, alignment);
+    slice.host = static_cast<uint8_t*>(currentChunk->raw.hostPointer) + slice.offset;
+    slice.address = currentChunk->raw.address + slice.offset;
+    currentChunk->used = slice.offset + size;
+    currentChunk->lastUse = useValue;
+    return slice;
+  }
+
+  // Inserts one global memory barrier when a command's accesses conflict with unbarriered earlier ones.
+  void orderAfterHazards(Batch& batch, const std::vector<Access>& accesses) {
+    bool needBarrier = pendingAccesses.size() + accesses.size() > kMaxPendingAccesses;
+    for (size_t i = 0; i < accesses.size() && !needBarrier; ++i) {
+      const Access& a = accesses[i];
+      for (const Access& p : pendingAccesses)
+        if (p.buffer == a.buffer && p.begin < a.end && a.begin < p.end && (p.write || a.write)) {
+          needBarrier = true;
+          break;
+        }
+    }
+    if (needBarrier) {
+      VkMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
+      barrier.srcStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
+      barrier.srcAccessMask = VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
+      barrier.dstStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
+      barrier.dstAccessMask = VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT |
+                              VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
+      VkDependencyInfo dependency{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
+      dependency.memoryBarrierCount = 1;
+      dependency.pMemoryBarriers = &barrier;
+      vkCmdPipelineBarrier2(batch.commandBuffer, &dependency);
+      pendingAccesses.clear();
+      stats.barriers++;
+    }
+    for (const Access& a : accesses) {
+      bool merged = false;
+      for (Access& p : pendingAccesses)
+        if (p.buffer == a.buffer && p.write == a.write && p.begin <= a.end && a.begin <= p.end) {
+          p.begin = std::min(p.begin, a.begin);
+          p.end = std::max(p.end, a.end);
+          merged = true;
+          break;
+        }
+      if (!merged) pendingAccesses.push_back(a);
+    }
+  }
+
+  void keepAlive(Batch& batch, const std::shared_ptr<BufferObject>& buffer) {
+    if (buffer->keptByBatch.load(std::memory_order_relaxed) == batch.serial) return;
+    buffer->keptByBatch.store(batch.serial, std::memory_order_relaxed);
+    batch.keepAlive.push_back(buffer);
+  }
+
+  void submit() {
+    if (!recording || (recording->dispatches == 0 && recording->otherCommands == 0)) return;
+    throwIfFaulted();
+    Batch& batch = *recording;
+    if (batch.needsHostBarrier) {  // make readback copies visible to the host reads after the wait
+      VkMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
+      barrier.srcStageMask = VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
+      barrier.srcAccessMask = VK_ACCESS_2_TRANSFER_WRITE_BIT;
+      barrier.dstStageMask = VK_PIPELINE_STAGE_2_HOST_BIT;
+      barrier.dstAccessMask = VK_ACCESS_2_HOST_READ_BIT;
+      VkDependencyInfo dependency{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
+      dependency.memoryBarrierCount = 1;
+      dependency.pMemoryBarriers = &barrier;
+      vkCmdPipelineBarrier2(batch.commandBuffer, &dependency);
+    }
+    vkCheck(vkEndCommandBuffer(batch.commandBuffer), "vkEndCommandBuffer", device.get());
+    VkCommandBufferSubmitInfo commandInfo{VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO};
+    commandInfo.commandBuffer = batch.commandBuffer;
+    VkSemaphoreSubmitInfo signal{VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO};
+    signal.semaphore = timeline.get();
+    signal.value = batch.signalValue;
+    signal.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
+    VkSubmitInfo2 submitInfo{VK_STRUCTURE_TYPE_SUBMIT_INFO_2};
+    submitInfo.commandBufferInfoCount = 1;
+    submitInfo.pCommandBufferInfos = &commandInfo;
+    submitInfo.signalSemaphoreInfoCount = 1;
+    submitInfo.pSignalSemaphoreInfos = &signal;
+    {
+      std::lock_guard lock(device->queueMutex);
+      vkCheck(vkQueueSubmit2(device->queue, 1, &submitInfo, VK_NULL_HANDLE), "vkQueueSubmit2", device.get());
+    }
+    submittedValue = batch.signalValue;
+    inFlight.push_back(std::move(recording));
+    stats.submissions++;
+    reclaim();
+  }
+
+  void wait(uint64_t value) {
+    if (value > submittedValue) submit();
+    if (value > submittedValue) throw UsageError("wait: timeline value " + std::to_string(value) + " was never committed");
+    if (value <= completedValue) return reclaim();
+    throwIfFaulted();
+    VkSemaphore semaphore = timeline.get();
+    VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    info.semaphoreCount = 1;
+    info.pSemaphores = &semaphore;
+    info.pValues = &value;
+    VkResult r = vkWaitSemaphores(vk(), &info, uint64_t(device->timeoutMs) * 1000000ull);
+    if (r == VK_TIMEOUT) {
+      std::string what = "GPU work did not finish within " + std::to_string(device->timeoutMs) +
+                         " ms (M2V_TIMEOUT_MS); a kernel may never terminate";
+      device->markFaulted(what);
+      throw TimeoutError(what + "; the device is no longer usable");
+    }
+    vkCheck(r, "vkWaitSemaphores", device.get());
+    reclaim();
+  }
+
+  void checkRange(const Buffer& buffer, uint64_t offset, uint64_t size, const char* what) const {
+    if (!buffer) throw UsageError(std::string(what) + ": null buffer");
+    if (buffer.object()->device != device) throw UsageError(std::string(what) + ": buffer belongs to another device");
+    if (offset > buffer.size() || size > buffer.size() - offset)
+      throw UsageError(std::string(what) + ": range [" + std::to_string(offset) + ", +" + std::to_string(size) +
+                       ") exceeds buffer of " + std::to_string(buffer.size()) + " bytes");
+  }
+
+  void validateThreadgroup(const Size3& tg) const {
+    const DeviceInfo& info = device->info;
+    const uint32_t dims[3] = {tg.x, tg.y, tg.z};
+    for (int i = 0; i < 3; ++i)
+      if (dims[i] == 0 || dims[i] > info.maxWorkgroupSize[i])
+        throw UsageError("kernel '" + kernel->reflection.entry + "': threadgroup dimension " + std::to_string(i) +
+                         " = " + std::to_string(dims[i]) + " outside 1.." + std::to_string(info.maxWorkgroupSize[i]));
+    uint64_t total = uint64_t(tg.x) * tg.y * tg.z;
+    if (total > info.maxWorkgroupInvocations)
+      throw UsageError("kernel '" + kernel->reflection.entry + "': threadgroup of " + std::to_string(total) +
+                       " threads exceeds the device limit of " + std::to_string(info.maxWorkgroupInvocations));
+  }
+
+  void dispatch(const Size3& grid, const Size3& groups, const Size3& tg) {
+    if (!kernel) throw UsageError("dispatch without setKernel");
+    KernelObject& k = *kernel;
+    if (!pipelineValid || tg.x != pipelineThreadgroup.x || tg.y != pipelineThreadgroup.y ||
+        tg.z != pipelineThreadgroup.z) {
+      validateThreadgroup(tg);
+      pipeline = k.pipelineFor(tg, constants, threadgroupLengths, &pipelineLayout);
+      pipelineThreadgroup = tg;
+      pipelineValid = true;
+    }
+    if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;  // empty grid: nothing runs, as on Metal
+    const DeviceInfo& info = device->info;
+    if (groups.x > info.maxWorkgroupCount[0] || groups.y > info.maxWorkgroupCount[1] ||
+        groups.z > info.maxWorkgroupCount[2])
+      throw UsageError("kernel '" + k.reflection.entry + "': " + std::to_string(groups.x) + "x" +
+                       std::to_string(groups.y) + "x" + std::to_string(groups.z) +
+                       " threadgroups exceed the device's maxComputeWorkGroupCount");
+
+    // Push block per ABI: grid, reserved word, then one device address per [[buffer(n)]].
+    alignas(8) uint8_t push[kPushConstantLimit] = {};
+    const uint32_t gridWords[3] = {grid.x, grid.y, grid.z};
+    std::memcpy(push + kPushGridOffset, gridWords, sizeof gridWords);
+    scratchAccesses.clear();
+    uint64_t addresses[kPushConstantLimit / 8];
+    for (size_t i = 0; i < k.args.size(); ++i) {
+      const KernelArg& arg = k.args[i];
+      const Binding* b = arg.bufferIndex < bindings.size() ? &bindings[arg.bufferIndex] : nullptr;
+      if (!b || !b->bound) {
+        if (!arg.optional)
+          throw UsageError("kernel '" + k.reflection.entry + "': buffer(" + std::to_string(arg.bufferIndex) +
+                           ") is not bound (setBuffer/setBytes)");
+        addresses[i] = 0;
+        continue;
+      }
+      addresses[i] = b->address;
+      if (b->buffer)
+        scratchAccesses.push_back({b->buffer.get(), b->offset, b->end, !arg.readOnly});
+    }
+
+    Batch& batch = ensureRecording();
+    if (k.reflection.argumentBuffer) {
+      ArenaSlice table = allocate(k.argumentBufferSize, 16);
+      std::memset(table.host, 0, k.argumentBufferSize);
+      for (size_t i = 0; i < k.args.size(); ++i) std::memcpy(table.host + k.args[i].offset, &addresses[i], 8);
+      std::memcpy(push + kPushArgsOffset, &table.address, 8);
+    } else {
+      for (size_t i = 0; i < k.args.size(); ++i) std::memcpy(push + k.args[i].offset, &addresses[i], 8);
+    }
+
+    orderAfterHazards(batch, scratchAccesses);
+    VkCommandBuffer cmd = batch.commandBuffer;
+    if (boundPipeline != pipeline) {
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+      boundPipeline = pipeline;
+    }
+    vkCmdPushConstants(cmd, pipelineLayout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.reflection.pushConstantSize, push);
+    const bool timed = bool(batch.queries);
+    if (timed) vkCmdWriteTimestamp2(cmd, VK_PIPELINE_STAGE_2_TOP_OF_PIPE_BIT, batch.queries.get(), 2 * batch.dispatches);
+    vkCmdDispatch(cmd, groups.x, groups.y, groups.z);
+    if (timed) {
+      vkCmdWriteTimestamp2(cmd, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, batch.queries.get(), 2 * batch.dispatches + 1);
+      batch.timings.push_back({k.reflection.entry, dispatchSequence});
+    }
+    for (size_t i = 0; i < k.args.size(); ++i) {
+      const KernelArg& arg = k.args[i];
+      if (arg.bufferIndex >= bindings.size() || !bindings[arg.bufferIndex].bound) continue;
+      Binding& b = bindings[arg.bufferIndex];
+      if (b.buffer)
+        keepAlive(batch, b.buffer);
+      else if (b.bytesChunk)
+        b.bytesChunk->lastUse = batch.signalValue;  // setBytes data reused by a later batch must outlive it too
+    }
+    dispatchSequence++;
+    stats.dispatches++;
+    if (++batch.dispatches >= options.batchSize) submit();
+  }
+};
+
+// ------------------------------------------------------------------------------------------------------------
+
+Stream Device::createStream() { return createStream(StreamOptions{}); }
+
+Stream Device::createStream(const StreamOptions& options) {
+  if (options.batchSize == 0) throw UsageError("StreamOptions::batchSize must be > 0");
+  if (options.timestamps && state_->info.timestampPeriodNs == 0)
+    throw UnsupportedError(state_->info.name + " has no timestamps on its compute queue");
+  auto state = std::make_unique<StreamState>();
+  state->device = state_;
+  state->options = options;
+  VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  poolInfo.queueFamilyIndex = state_->queueFamily;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  vkCheck(vkCreateCommandPool(state_->vk(), &poolInfo, nullptr, &pool), "vkCreateCommandPool", state_.get());
+  state->commandPool = UniqueCommandPool(state_->vk(), pool);
+  VkSemaphoreTypeCreateInfo typeInfo{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  typeInfo.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  typeInfo.initialValue = 0;
+  VkSemaphoreCreateInfo semaphoreInfo{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  semaphoreInfo.pNext = &typeInfo;
+  VkSemaphore semaphore = VK_NULL_HANDLE;
+  vkCheck(vkCreateSemaphore(state_->vk(), &semaphoreInfo, nullptr, &semaphore), "vkCreateSemaphore", state_.get());
+  state->timeline = UniqueSemaphore(state_->vk(), semaphore);
+  return Stream(std::move(state));
+}
+
+Stream::Stream(std::unique_ptr<StreamState> state) : state_(std::move(state)) {}
+Stream::Stream(Stream&&) noexcept = default;
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    Stream old(std::move(*this));  // finishes and releases our current work
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Stream::~Stream() {
+  if (!state_) return;
+  try {
+    state_->submit();
+    state_->wait(state_->submittedValue);
+  } catch (const RuntimeError&) {
+    // Reported to the caller by an earlier synchronize() or swallowed here: destructors must not throw.
+  }
+  if (state_->device->faulted.load()) {
+    // In-flight work may never finish: keep every object it uses (and so the device) alive forever.
+    (void)state_.release();
+  }
+}
+
+void Stream::setKernel(const Kernel& kernel) {
+  if (!kernel) throw UsageError("setKernel: empty kernel");
+  if (kernel.object()->device != state_->device) throw UsageError("setKernel: kernel belongs to another device");
+  state_->kernel = kernel.object();
+  state_->constants.clear();
+  state_->threadgroupLengths.clear();
+  state_->pipelineValid = false;
+}
+
+static StreamState::Binding& bindingSlot(StreamState& s, uint32_t index) {
+  if (index >= kMaxBufferIndex) throw UsageError("buffer index " + std::to_string(index) + " out of range");
+  if (index >= s.bindings.size()) s.bindings.resize(index + 1);
+  return s.bindings[index];
+}
+
+void Stream::setBuffer(const Buffer& buffer, size_t offset, uint32_t index) {
+  StreamState::Binding& slot = bindingSlot(*state_, index);
+  if (!buffer) {  // Metal allows binding nil: the kernel sees address 0
+    slot = StreamState::Binding{nullptr, 0, 0, 0, nullptr, true};
+    return;
+  }
+  if (buffer.object()->device != state_->device) throw UsageError("setBuffer: buffer belongs to another device");
+  if (offset >= buffer.size())
+    throw UsageError("setBuffer: offset " + std::to_string(offset) + " is past the end of a " +
+                     std::to_string(buffer.size()) + "-byte buffer");
+  slot = StreamState::Binding{buffer.object(), buffer.deviceAddress() + offset, offset, buffer.size(), nullptr, true};
+}
+
+void Stream::setBufferRange(const Buffer& buffer, size_t offset, size_t length, uint32_t index) {
+  state_->checkRange(buffer, offset, length, "setBufferRange");
+  if (length == 0) throw UsageError("setBufferRange: empty range");
+  setBuffer(buffer, offset, index);
+  state_->bindings[index].end = offset + length;
+}
+
+void Stream::setBytes(const void* data, size_t length, uint32_t index) {
+  if (!data || length == 0) throw UsageError("setBytes: empty data");
+  StreamState::Binding& slot = bindingSlot(*state_, index);
+  ArenaSlice slice = state_->allocate(length, 16);
+  std::memcpy(slice.host, data, length);
+  slot = StreamState::Binding{nullptr, slice.address, 0, 0, slice.chunk, true};
+}
+
+void Stream::setThreadgroupMemoryLength(uint32_t length, uint32_t index) {
+  auto& lengths = state_->threadgroupLengths;
+  auto it = std::find_if(lengths.begin(), lengths.end(), [&](const auto& l) { return l.first == index; });
+  if (it != lengths.end())
+    it->second = length;
+  else
+    lengths.emplace_back(index, length);
+  state_->pipelineValid = false;
+}
+
+static void setConstant(StreamState& s, uint32_t index, ConstantValue value) {
+  auto it = std::find_if(s.constants.begin(), s.constants.end(), [&](const auto& c) { return c.first == index; });
+  if (it != s.constants.end())
+    it->second = value;
+  else
+    s.constants.emplace_back(index, value);
+  s.pipelineValid = false;
+}
+
+void Stream::setFunctionConstant(uint32_t index, bool value) {
+  setConstant(*state_, index, {ConstantValue::Kind::Bool, value ? 1 : 0, 0});
+}
+void Stream::setFunctionConstant(uint32_t index, int32_t value) {
+  setConstant(*state_, index, {ConstantValue::Kind::Int, value, 0});
+}
+void Stream::setFunctionConstant(uint32_t index, uint32_t value) {
+  setConstant(*state_, index, {ConstantValue::Kind::Int, int64_t(value), 0});
+}
+void Stream::setFunctionConstant(uint32_t index, int64_t value) {
+  setConstant(*state_, index, {ConstantValue::Kind::Int, value, 0});
+}
+void Stream::setFunctionConstant(uint32_t index, float value) {
+  setConstant(*state_, index, {ConstantValue::Kind::Float, 0, value});
+}
+void Stream::setFunctionConstant(uint32_t index, double value) {
+  setConstant(*state_, index, {ConstantValue::Kind::Float, 0, value});
+}
+
+static uint32_t ceilDiv(uint32_t a, uint32_t b) { return a / b + (a % b != 0); }
+
+void Stream::dispatchThreads(Size3 grid, Size3 threadgroup) {
+  if (threadgroup.x == 0 || threadgroup.y == 0 || threadgroup.z == 0)
+    throw UsageError("dispatchThreads: threadgroup dimensions must be > 0");
+  Size3 groups{ceilDiv(grid.x, threadgroup.x), ceilDiv(grid.y, threadgroup.y), ceilDiv(grid.z, threadgroup.z)};
+  state_->dispatch(grid, groups, threadgroup);
+}
+
+void Stream::dispatchThreadgroups(Size3 groups, Size3 threadgroup) {
+  uint64_t gx = uint64_t(groups.x) * threadgroup.x, gy = uint64_t(groups.y) * threadgroup.y,
+           gz = uint64_t(groups.z) * threadgroup.z;
+  if (gx > UINT32_MAX || gy > UINT32_MAX || gz > UINT32_MAX)
+    throw UsageError("dispatchThreadgroups: grid does not fit in 32 bits per dimension");
+  state_->dispatch(Size3{uint32_t(gx), uint32_t(gy), uint32_t(gz)}, groups, threadgroup);
+}
+
+void Stream::upload(const Buffer& dst, size_t dstOffset, const void* data, size_t size) {
+  state_->checkRange(dst, dstOffset, size, "upload");
+  if (size == 0) return;
+  Batch& batch = state_->ensureRecording();
+  ArenaSlice staging = state_->allocate(size, 16);
+  std::memcpy(staging.host, data, size);
+  state_->orderAfterHazards(batch, {{dst.object().get(), dstOffset, dstOffset + size, true}});
+  VkBufferCopy region{staging.offset, dstOffset, size};
+  vkCmdCopyBuffer(batch.commandBuffer, staging.chunk->raw.buffer.get(), dst.object()->raw.buffer.get(), 1, &region);
+  state_->keepAlive(batch, dst.object());
+  batch.otherCommands++;
+}
+
+void Stream::fill(const Buffer& dst, size_t offset, size_t size, uint32_t pattern) {
+  state_->checkRange(dst, offset, size, "fill");
+  if (offset % 4 || size % 4) throw UsageError("fill: offset and size must be multiples of 4");
+  if (size == 0) return;
+  Batch& batch = state_->ensureRecording();
+  state_->orderAfterHazards(batch, {{dst.object().get(), offset, offset + size, true}});
+  vkCmdFillBuffer(batch.commandBuffer, dst.object()->raw.buffer.get(), offset, size, pattern);
+  state_->keepAlive(batch, dst.object());
+  batch.otherCommands++;
+}
+
+void Stream::fillBytes(const Buffer& dst, size_t offset, size_t size, uint8_t value) {
+  fill(dst, offset, size, uint32_t(value) * 0x01010101u);
+}
+
+void Stream::copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t size) {
+  state_->checkRange(src, srcOffset, size, "copy source");
+  state_->checkRange(dst, dstOffset, size, "copy destination");
+  if (src.object() == dst.object() && srcOffset < dstOffset + size && dstOffset < srcOffset + size)
+    throw UsageError("copy: source and destination ranges overlap");
+  if (size == 0) return;
+  Batch& batch = state_->ensureRecording();
+  state_->orderAfterHazards(batch, {{src.object().get(), srcOffset, srcOffset + size, false},
+                                    {dst.object().get(), dstOffset, dstOffset + size, true}});
+  VkBufferCopy region{srcOffset, dstOffset, size};
+  vkCmdCopyBuffer(batch.commandBuffer, src.object()->raw.buffer.get(), dst.object()->raw.buffer.get(), 1, &region);
+  state_->keepAlive(batch, src.object());
+  state_->keepAlive(batch, dst.object());
+  batch.otherCommands++;
+}
+
+void Stream::enqueueReadback(const Buffer& src, size_t srcOffset, void* dst, size_t size) {
+  state_->checkRange(src, srcOffset, size, "readback");
+  if (size == 0) return;
+  if (!dst) throw UsageError("readback: null destination");
+  Batch& batch = state_->ensureRecording();
+  ArenaSlice staging = state_->allocate(size, 16);
+  state_->orderAfterHazards(batch, {{src.object().get(), srcOffset, srcOffset + size, false}});
+  VkBufferCopy region{srcOffset, staging.offset, size};
+  vkCmdCopyBuffer(batch.commandBuffer, src.object()->raw.buffer.get(), staging.chunk->raw.buffer.get(), 1, &region);
+  state_->keepAlive(batch, src.object());
+  batch.readbacks.push_back({staging.host, dst, size});
+  batch.needsHostBarrier = true;
+  batch.otherCommands++;
+}
+
+void Stream::readback(const Buffer& src, size_t srcOffset, void* dst, size_t size) {
+  enqueueReadback(src, srcOffset, dst, size);
+  synchronize();
+}
+
+uint64_t Stream::commit() {
+  state_->submit();
+  return state_->submittedValue;
+}
+
+void Stream::synchronize() {
+  state_->submit();
+  state_->wait(state_->submittedValue);
+}
+
+void Stream::wait(uint64_t value) { state_->wait(value); }
+
+uint64_t Stream::completedValue() const {
+  uint64_t value = 0;
+  vkCheck(vkGetSemaphoreCounterValue(state_->vk(), state_->timeline.get(), &value), "vkGetSemaphoreCounterValue",
+          state_->device.get());
+  return value;
+}
+
+std::vector<DispatchTiming> Stream::takeTimings() { return std::exchange(state_->timings, {}); }
+
+Stream::Stats Stream::stats() const { return state_->stats; }
+
+}  // namespace m2v

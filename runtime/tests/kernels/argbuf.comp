@@ -1,0 +1,17 @@
+#version 460
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+// ABI: workgroup size from spec ids 131072.. (written 1100.. here; remapped after glslang, see runtime/CMakeLists.txt)
+layout(local_size_x_id = 1100, local_size_y_id = 1101, local_size_z_id = 1102) in;
+// Argument-buffer form: push offset 16 holds the address of a table of buffer addresses (ABI spill).
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Table { uint64_t addr[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer FloatsIn { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Floats { float v[]; };
+layout(push_constant, std430) uniform Push { uvec3 grid; uint reserved; Table table; } pc;
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i >= pc.grid.x) return;
+  FloatsIn src = FloatsIn(pc.table.addr[0]);
+  Floats dst = Floats(pc.table.addr[2]);  // buffer(1) lives at table offset 16
+  dst.v[i] = src.v[i] + 1.0;
+}

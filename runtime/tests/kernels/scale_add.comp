@@ -1,0 +1,14 @@
+#version 460
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+// ABI: workgroup size from spec ids 131072.. (written 1100.. here; remapped after glslang, see runtime/CMakeLists.txt)
+layout(local_size_x_id = 1100, local_size_y_id = 1101, local_size_z_id = 1102) in;
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer FloatsIn { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Floats { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Params { float a; float b; };
+layout(push_constant, std430) uniform Push { uvec3 grid; uint reserved; FloatsIn src; Floats dst; Params params; } pc;
+void main() {
+  uvec3 gid = gl_GlobalInvocationID;
+  if (any(greaterThanEqual(gid, pc.grid))) return;
+  pc.dst.v[gid.x] = pc.src.v[gid.x] * pc.params.a + pc.params.b;
+}

@@ -1,0 +1,1104 @@
+// LLVM IR to SPIR-V: types, values, memory and structured control flow. Calls are in EmitCalls.cpp.
+//
+// Pointer model (docs: DESIGN.md): device and constant pointers are 64-bit buffer device addresses (u64 values;
+// every access converts the address to a PhysicalStorageBuffer pointer), so pointer arithmetic, casts, selects, phis
+// and pointer tables in memory are plain integer operations. Threadgroup and thread memory have no addresses: each
+// variable is a typed SPIR-V array, and a pointer into it is (variable, byte offset) with the variable known
+// statically.
+#include <llvm/ADT/PostOrderIterator.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/GetElementPtrTypeIterator.h>
+#include <llvm/IR/Operator.h>
+
+#include <numeric>
+
+#include "EmitterImpl.h"
+#include "Intrinsics.h"
+
+namespace m2v::spirv {
+
+using spv::Op;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Diagnostics
+
+void Emitter::unsupported(const llvm::Instruction* at, const std::string& what) {
+  frontend::reportAt(diags_, sources_, at ? at : current_, Severity::Unsupported, what);
+  throw EmitError{};
+}
+
+void Emitter::internalError(const llvm::Instruction* at, const std::string& what) {
+  frontend::reportAt(diags_, sources_, at ? at : current_, Severity::Internal, what);
+  throw EmitError{};
+}
+
+static std::string describe(const llvm::Type* t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t->print(os);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Types
+
+Id Emitter::typeOf(llvm::Type* t) {
+  auto it = types_.find(t);
+  if (it != types_.end()) return it->second;
+  Id id = 0;
+  if (t->isVoidTy()) {
+    id = b_.typeVoid();
+  } else if (t->isIntegerTy(1)) {
+    id = b_.typeBool();
+  } else if (t->isIntegerTy()) {
+    unsigned w = t->getIntegerBitWidth();
+    if (w != 8 && w != 16 && w != 32 && w != 64) unsupported(nullptr, "integer type " + describe(t));
+    id = b_.typeInt(w);
+  } else if (t->isHalfTy()) {
+    id = b_.typeFloat(16);
+  } else if (t->isBFloatTy()) {
+    id = b_.typeInt(16);  // bfloat is stored as its bits; arithmetic goes through float
+  } else if (t->isFloatTy()) {
+    id = b_.typeFloat(32);
+  } else if (t->isDoubleTy()) {
+    id = b_.typeFloat(64);
+  } else if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) {
+    unsigned n = vt->getNumElements();
+    if (n < 2 || n > 4) unsupported(nullptr, "vector type " + describe(t) + " (SPIR-V vectors have 2 to 4 elements)");
+    id = b_.typeVector(typeOf(vt->getElementType()), n);
+  } else if (t->isPointerTy()) {
+    unsigned as = t->getPointerAddressSpace();
+    id = (as == 1 || as == 2) ? u64() : u32();  // an address, or a byte offset into a variable
+  } else if (auto* st = llvm::dyn_cast<llvm::StructType>(t)) {
+    std::vector<Id> members;
+    for (llvm::Type* e : st->elements()) members.push_back(typeOf(e));
+    id = b_.typeStruct(members);
+  } else if (auto* at = llvm::dyn_cast<llvm::ArrayType>(t)) {
+    if (at->getNumElements() == 0) unsupported(nullptr, "zero-length array value");
+    id = b_.typeArray(typeOf(at->getElementType()), constU32(static_cast<uint32_t>(at->getNumElements())));
+  } else {
+    unsupported(nullptr, "type " + describe(t));
+  }
+  types_[t] = id;
+  return id;
+}
+
+llvm::Type* Emitter::withElement(llvm::Type* t, llvm::Type* elem) {
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) return llvm::FixedVectorType::get(elem, vt->getNumElements());
+  return elem;
+}
+
+Id Emitter::intConst(llvm::Type* t, uint64_t v) {
+  return constantValue(llvm::ConstantInt::get(t, v));
+}
+
+Id Emitter::splatLike(llvm::Type* like, Id scalar) {
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like))
+    return b_.constantComposite(typeOf(like), std::vector<Id>(vt->getNumElements(), scalar));
+  return scalar;
+}
+
+Id Emitter::glsl(Id type, uint32_t inst, const std::vector<Id>& args) {
+  std::vector<uint32_t> ops{b_.glslStd450(), inst};
+  ops.insert(ops.end(), args.begin(), args.end());
+  return b_.op(Op::OpExtInst, type, ops);
+}
+
+// bfloat <-> float: bfloat is the top half of a float. The narrowing rounds to nearest even, keeping NaNs quiet.
+Id Emitter::bfloatToFloat(Id v, llvm::Type* bfType) {
+  llvm::Type* i32 = withElement(bfType, llvm::Type::getInt32Ty(module_.getContext()));
+  llvm::Type* f = withElement(bfType, llvm::Type::getFloatTy(module_.getContext()));
+  Id wide = b_.op(Op::OpUConvert, typeOf(i32), {v});
+  Id shifted = b_.op(Op::OpShiftLeftLogical, typeOf(i32), {wide, intConst(i32, 16)});
+  return b_.op(Op::OpBitcast, typeOf(f), {shifted});
+}
+
+Id Emitter::floatToBfloat(Id v, llvm::Type* bfType) {
+  llvm::LLVMContext& ctx = module_.getContext();
+  llvm::Type* i32 = withElement(bfType, llvm::Type::getInt32Ty(ctx));
+  llvm::Type* i1 = withElement(bfType, llvm::Type::getInt1Ty(ctx));
+  Id bits = b_.op(Op::OpBitcast, typeOf(i32), {v});
+  Id lsb = b_.op(Op::OpBitwiseAnd, typeOf(i32), {b_.op(Op::OpShiftRightLogical, typeOf(i32), {bits, intConst(i32, 16)}), intConst(i32, 1)});
+  Id rounded = b_.op(Op::OpIAdd, typeOf(i32), {bits, b_.op(Op::OpIAdd, typeOf(i32), {lsb, intConst(i32, 0x7fff)})});
+  Id isNan = b_.op(Op::OpIsNan, typeOf(i1), {v});
+  Id quiet = b_.op(Op::OpBitwiseOr, typeOf(i32), {bits, intConst(i32, 0x00400000)});
+  Id chosen = b_.op(Op::OpSelect, typeOf(i32), {isNan, quiet, rounded});
+  Id top = b_.op(Op::OpShiftRightLogical, typeOf(i32), {chosen, intConst(i32, 16)});
+  return b_.op(Op::OpUConvert, typeOf(bfType), {top});
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Values
+
+static void appendBytes(const llvm::DataLayout& dl, const llvm::Constant* c, std::vector<uint8_t>& out) {
+  size_t start = out.size();
+  uint64_t size = dl.getTypeAllocSize(c->getType());
+  out.resize(start + size, 0);
+  if (llvm::isa<llvm::ConstantAggregateZero>(c) || llvm::isa<llvm::UndefValue>(c) ||
+      llvm::isa<llvm::ConstantPointerNull>(c))
+    return;
+  if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(c)) {
+    uint64_t v = ci->getZExtValue();
+    for (uint64_t i = 0; i < size && i < 8; ++i) out[start + i] = static_cast<uint8_t>(v >> (8 * i));
+  } else if (auto* cf = llvm::dyn_cast<llvm::ConstantFP>(c)) {
+    uint64_t v = cf->getValueAPF().bitcastToAPInt().getZExtValue();
+    for (uint64_t i = 0; i < size && i < 8; ++i) out[start + i] = static_cast<uint8_t>(v >> (8 * i));
+  } else if (auto* cds = llvm::dyn_cast<llvm::ConstantDataSequential>(c)) {
+    llvm::StringRef raw = cds->getRawDataValues();
+    uint64_t elemSize = dl.getTypeAllocSize(cds->getElementType());
+    uint64_t rawElem = cds->getElementByteSize();
+    for (unsigned i = 0; i < cds->getNumElements(); ++i)
+      std::copy_n(raw.data() + i * rawElem, rawElem, out.begin() + static_cast<ptrdiff_t>(start + i * elemSize));
+  } else if (auto* st = llvm::dyn_cast<llvm::ConstantStruct>(c)) {
+    const llvm::StructLayout* sl = dl.getStructLayout(st->getType());
+    for (unsigned i = 0; i < st->getNumOperands(); ++i) {
+      std::vector<uint8_t> part;
+      appendBytes(dl, st->getOperand(i), part);
+      std::copy(part.begin(), part.end(), out.begin() + static_cast<ptrdiff_t>(start + sl->getElementOffset(i)));
+    }
+  } else if (auto* ca = llvm::dyn_cast<llvm::ConstantAggregate>(c)) {
+    uint64_t off = 0;
+    for (unsigned i = 0; i < ca->getNumOperands(); ++i) {
+      std::vector<uint8_t> part;
+      appendBytes(dl, ca->getOperand(i), part);
+      uint64_t stride = dl.getTypeAllocSize(ca->getOperand(i)->getType());
+      std::copy(part.begin(), part.end(), out.begin() + static_cast<ptrdiff_t>(start + off));
+      off += stride;
+    }
+  } else {
+    throw EmitError{};
+  }
+}
+
+Id Emitter::constantValue(const llvm::Constant* c) {
+  llvm::Type* t = c->getType();
+  if (llvm::isa<llvm::PoisonValue>(c) || llvm::isa<llvm::UndefValue>(c)) {
+    if (t->isPointerTy() && isLogicalPointer(c)) return constU32(0);
+    return b_.undef(typeOf(t));
+  }
+  if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(c)) {
+    if (t->isIntegerTy(1)) return b_.constantBool(ci->isOne());
+    return b_.constant(typeOf(t), ci->getZExtValue());
+  }
+  if (auto* cf = llvm::dyn_cast<llvm::ConstantFP>(c))
+    return b_.constant(typeOf(t), cf->getValueAPF().bitcastToAPInt().getZExtValue());
+  if (llvm::isa<llvm::ConstantPointerNull>(c)) return t->getPointerAddressSpace() == 1 || t->getPointerAddressSpace() == 2 ? b_.constant(u64(), 0) : constU32(0);
+  if (llvm::isa<llvm::GlobalVariable>(c)) return constU32(0);  // offset 0 into the variable
+  if (llvm::isa<llvm::ConstantAggregateZero>(c)) return b_.constantNull(typeOf(t));
+  if (auto* cds = llvm::dyn_cast<llvm::ConstantDataSequential>(c)) {
+    std::vector<Id> parts;
+    for (unsigned i = 0; i < cds->getNumElements(); ++i) parts.push_back(constantValue(cds->getElementAsConstant(i)));
+    return b_.constantComposite(typeOf(t), parts);
+  }
+  if (auto* ca = llvm::dyn_cast<llvm::ConstantAggregate>(c)) {
+    std::vector<Id> parts;
+    for (const llvm::Use& u : ca->operands()) parts.push_back(constantValue(llvm::cast<llvm::Constant>(u.get())));
+    return b_.constantComposite(typeOf(t), parts);
+  }
+  unsupported(nullptr, "constant expression in generated code");
+}
+
+Id Emitter::value(const llvm::Value* v) {
+  if (auto* c = llvm::dyn_cast<llvm::Constant>(v)) {
+    if (!llvm::isa<llvm::GlobalValue>(c) || llvm::isa<llvm::GlobalVariable>(c)) return constantValue(c);
+    unsupported(nullptr, "use of function '" + c->getName().str() + "' as a value");
+  }
+  if (llvm::isa<llvm::AllocaInst>(v)) return constU32(0);
+  auto it = ids_.find(v);
+  if (it != ids_.end()) return it->second;
+  Id id = b_.newId();  // a forward reference (from a phi); the definition will use this id
+  ids_[v] = id;
+  return id;
+}
+
+Id Emitter::resultId(const llvm::Value* v) {
+  auto it = ids_.find(v);
+  if (it != ids_.end()) return it->second;
+  Id id = b_.newId();
+  ids_[v] = id;
+  return id;
+}
+
+void Emitter::define(const llvm::Value* v, Id id) {
+  auto it = ids_.find(v);
+  if (it == ids_.end()) {
+    ids_[v] = id;
+  } else if (it->second != id) {
+    // Referenced before it was defined (by a phi): give the pre-allocated id the value.
+    b_.op(Op::OpCopyObject, typeOf(v->getType()), {id}, it->second);
+  }
+}
+
+// The variable a pointer points into, when it is one of ours (threadgroup, thread, constant table); null for
+// device addresses.
+const llvm::Value* Emitter::baseOf(const llvm::Value* v) {
+  auto it = bases_.find(v);
+  if (it != bases_.end()) return it->second;
+  bases_[v] = nullptr;  // breaks cycles through phis
+  const llvm::Value* base = nullptr;
+  if (auto* g = llvm::dyn_cast<llvm::GlobalVariable>(v)) {
+    base = g;
+  } else if (llvm::isa<llvm::AllocaInst>(v)) {
+    base = v;
+  } else if (auto* gep = llvm::dyn_cast<llvm::GEPOperator>(v)) {
+    base = baseOf(gep->getPointerOperand());
+  } else if (auto* phi = llvm::dyn_cast<llvm::PHINode>(v)) {
+    for (const llvm::Value* in : phi->incoming_values()) {
+      if (llvm::isa<llvm::UndefValue>(in)) continue;
+      const llvm::Value* b = baseOf(in);
+      if (!b && bases_.lookup(in) == nullptr && !llvm::isa<llvm::PHINode>(in)) { base = nullptr; break; }
+      if (b && base && b != base)
+        unsupported(llvm::dyn_cast<llvm::Instruction>(v),
+                    "a pointer that may point into different threadgroup or thread arrays");
+      if (b) base = b;
+    }
+  } else if (auto* sel = llvm::dyn_cast<llvm::SelectInst>(v)) {
+    const llvm::Value* a = baseOf(sel->getTrueValue());
+    const llvm::Value* b = baseOf(sel->getFalseValue());
+    if (a && b && a != b)
+      unsupported(sel, "a pointer that may point into different threadgroup or thread arrays");
+    base = a ? a : b;
+  } else if (auto* fr = llvm::dyn_cast<llvm::FreezeInst>(v)) {
+    base = baseOf(fr->getOperand(0));
+  } else if (auto* cast = llvm::dyn_cast<llvm::AddrSpaceCastInst>(v)) {
+    base = baseOf(cast->getOperand(0));
+  } else if (auto* call = llvm::dyn_cast<llvm::CallInst>(v); call && call->getType()->isPointerTy()) {
+    if (auto* ii = llvm::dyn_cast<llvm::IntrinsicInst>(call); ii && (ii->getIntrinsicID() == llvm::Intrinsic::ptr_annotation || ii->getIntrinsicID() == llvm::Intrinsic::launder_invariant_group || ii->getIntrinsicID() == llvm::Intrinsic::strip_invariant_group))
+      base = baseOf(call->getArgOperand(0));
+  }
+  bases_[v] = base;
+  return base;
+}
+
+bool Emitter::isLogicalPointer(const llvm::Value* v) {
+  if (!v->getType()->isPointerTy()) return false;
+  unsigned as = v->getType()->getPointerAddressSpace();
+  if (as == 0 || as == 3) return true;
+  return baseOf(v) != nullptr;  // a constant table in device/constant address space
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Logical variables
+
+namespace {
+struct AccessFacts {
+  llvm::Type* single = nullptr;  // the one scalar type every access uses, if there is one
+  bool mixed = false;
+  uint64_t unit = 0;  // gcd of access sizes and alignments
+  llvm::Type* atomicType = nullptr;
+};
+
+void scalarLeaves(llvm::Type* t, std::vector<llvm::Type*>& out) {
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) {
+    for (unsigned i = 0; i < vt->getNumElements(); ++i) out.push_back(vt->getElementType());
+  } else if (auto* st = llvm::dyn_cast<llvm::StructType>(t)) {
+    for (llvm::Type* e : st->elements()) scalarLeaves(e, out);
+  } else if (auto* at = llvm::dyn_cast<llvm::ArrayType>(t)) {
+    for (uint64_t i = 0; i < at->getNumElements(); ++i) scalarLeaves(at->getElementType(), out);
+  } else {
+    out.push_back(t);
+  }
+}
+}  // namespace
+
+LogicalVariable& Emitter::logicalVariable(const llvm::Instruction* at, const llvm::Value* base) {
+  auto it = logicalVars_.find(base);
+  if (it != logicalVars_.end()) return it->second;
+
+  // How the program accesses this variable decides its element type.
+  AccessFacts facts;
+  llvm::LLVMContext& ctx = module_.getContext();
+  auto note = [&](llvm::Type* t, uint64_t align, bool atomic) {
+    std::vector<llvm::Type*> leaves;
+    scalarLeaves(t, leaves);
+    for (llvm::Type* leaf : leaves) {
+      if (leaf->isPointerTy()) leaf = llvm::Type::getInt64Ty(ctx);
+      if (leaf->isIntegerTy(1)) leaf = llvm::Type::getInt8Ty(ctx);
+      uint64_t size = dl_.getTypeStoreSize(leaf);
+      uint64_t u = std::gcd(size, align ? align : size);
+      facts.unit = facts.unit ? std::gcd(facts.unit, u) : u;
+      if (!facts.single) facts.single = leaf;
+      else if (facts.single != leaf) facts.mixed = true;
+      if (align && align < size) facts.mixed = true;
+    }
+    if (atomic) facts.atomicType = t;
+  };
+  for (const llvm::Function& f : module_)
+    for (const llvm::BasicBlock& bb : f)
+      for (const llvm::Instruction& i : bb) {
+        if (auto* ld = llvm::dyn_cast<llvm::LoadInst>(&i); ld && baseOf(ld->getPointerOperand()) == base)
+          note(ld->getType(), ld->getAlign().value(), ld->isAtomic());
+        else if (auto* st = llvm::dyn_cast<llvm::StoreInst>(&i); st && baseOf(st->getPointerOperand()) == base)
+          note(st->getValueOperand()->getType(), st->getAlign().value(), st->isAtomic());
+        else if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(&i); rmw && baseOf(rmw->getPointerOperand()) == base)
+          note(rmw->getType(), rmw->getAlign().value(), true);
+        else if (auto* cx = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&i); cx && baseOf(cx->getPointerOperand()) == base)
+          note(cx->getNewValOperand()->getType(), cx->getAlign().value(), true);
+      }
+
+  LogicalVariable var;
+  llvm::Type* elem = nullptr;
+  if (facts.atomicType) {
+    elem = facts.atomicType;
+    if (facts.mixed || dl_.getTypeStoreSize(elem) != facts.unit)
+      unsupported(at, "threadgroup memory used both atomically and as another type");
+    var.atomic = true;
+  } else if (!facts.single) {
+    elem = llvm::Type::getInt32Ty(ctx);  // never accessed
+  } else if (!facts.mixed) {
+    elem = facts.single;
+  } else {
+    elem = llvm::Type::getIntNTy(ctx, static_cast<unsigned>(std::min<uint64_t>(facts.unit, 8) * 8));
+  }
+  var.elementLLVM = elem;
+  var.elementType = typeOf(elem);
+  var.elementBytes = static_cast<unsigned>(dl_.getTypeStoreSize(elem));
+
+  uint64_t bytes = 0;
+  const llvm::Constant* init = nullptr;
+  bool dynamic = false;
+  uint32_t dynamicIndex = 0;
+  if (auto* g = llvm::dyn_cast<llvm::GlobalVariable>(base)) {
+    unsigned as = g->getAddressSpace();
+    if (llvm::MDNode* md = g->getMetadata(lower::pseudo::kDynamicThreadgroupMD)) {
+      dynamic = true;
+      dynamicIndex = static_cast<uint32_t>(
+          llvm::mdconst::extract<llvm::ConstantInt>(md->getOperand(0))->getZExtValue());
+    }
+    bytes = dl_.getTypeAllocSize(g->getValueType());
+    if (as == 3) {
+      var.storage = spv::StorageClass::Workgroup;
+    } else {
+      var.storage = spv::StorageClass::Private;
+      if (g->hasInitializer() && !llvm::isa<llvm::UndefValue>(g->getInitializer())) init = g->getInitializer();
+    }
+  } else {
+    auto* alloca = llvm::cast<llvm::AllocaInst>(base);
+    auto size = alloca->getAllocationSize(dl_);
+    if (!size) unsupported(alloca, "a variable-length array in thread memory");
+    bytes = size->getFixedValue();
+    var.storage = spv::StorageClass::Function;
+  }
+
+  Id lengthId;
+  if (dynamic) {
+    Id specLen = b_.specConstant(u32(), 16, kThreadgroupLengthSpecBase + dynamicIndex);
+    Id elemBytes = constU32(var.elementBytes);
+    lengthId = b_.specConstantOp(u32(), Op::OpUDiv, {specLen, elemBytes});
+  } else {
+    uint64_t count = std::max<uint64_t>(1, (bytes + var.elementBytes - 1) / var.elementBytes);
+    lengthId = constU32(static_cast<uint32_t>(count));
+    if (var.storage == spv::StorageClass::Workgroup) reflection_.staticThreadgroupBytes += static_cast<uint32_t>(bytes);
+  }
+  Id arrayType = b_.typeArray(var.elementType, lengthId);
+  Id ptrType = b_.typePointer(var.storage, arrayType);
+  Id initializer = 0;
+  if (init) {
+    std::vector<uint8_t> raw;
+    try {
+      appendBytes(dl_, init, raw);
+    } catch (EmitError&) {
+      unsupported(at, "initializer of '" + base->getName().str() + "'");
+    }
+    uint64_t count = std::max<uint64_t>(1, (bytes + var.elementBytes - 1) / var.elementBytes);
+    raw.resize(count * var.elementBytes, 0);
+    std::vector<Id> elems;
+    for (uint64_t i = 0; i < count; ++i) {
+      uint64_t bits = 0;
+      for (unsigned k = 0; k < var.elementBytes; ++k) bits |= uint64_t(raw[i * var.elementBytes + k]) << (8 * k);
+      elems.push_back(elem->isIntegerTy(1) ? b_.constantBool(bits != 0) : b_.constant(var.elementType, bits));
+    }
+    initializer = b_.constantComposite(arrayType, elems);
+  }
+  if (var.storage == spv::StorageClass::Function) {
+    var.variable = b_.functionVariable(ptrType);
+  } else {
+    var.variable = b_.variable(ptrType, var.storage, initializer);
+    interface_.push_back(var.variable);
+  }
+  if (!base->getName().empty()) b_.name(var.variable, base->getName().str());
+  return logicalVars_[base] = var;
+}
+
+Id Emitter::logicalElementPointer(const LogicalVariable& var, Id index) {
+  return b_.op(Op::OpAccessChain, b_.typePointer(var.storage, var.elementType), {var.variable, index});
+}
+
+Id Emitter::physicalPointer(Id address, Id pointeeType) {
+  return b_.op(Op::OpConvertUToPtr, b_.typePointer(spv::StorageClass::PhysicalStorageBuffer, pointeeType), {address});
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Loads and stores
+
+namespace {
+uint32_t alignOperand(uint64_t align) { return static_cast<uint32_t>(align ? align : 1); }
+}  // namespace
+
+Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, uint64_t align) {
+  llvm::LLVMContext& ctx = module_.getContext();
+  if (auto* st = llvm::dyn_cast<llvm::StructType>(t)) {
+    const llvm::StructLayout* sl = dl_.getStructLayout(st);
+    std::vector<Id> parts;
+    for (unsigned i = 0; i < st->getNumElements(); ++i) {
+      Id off = isLogicalPointer(ptr) ? b_.op(Op::OpIAdd, u32(), {ptrId, constU32(static_cast<uint32_t>(sl->getElementOffset(i)))})
+                                     : b_.op(Op::OpIAdd, u64(), {ptrId, b_.constant(u64(), sl->getElementOffset(i))});
+      parts.push_back(load(at, st->getElementType(i), ptr, off, std::gcd(align, sl->getElementOffset(i) ? sl->getElementOffset(i) : align)));
+    }
+    return b_.op(Op::OpCompositeConstruct, typeOf(t), parts);
+  }
+  if (auto* arr = llvm::dyn_cast<llvm::ArrayType>(t)) {
+    uint64_t stride = dl_.getTypeAllocSize(arr->getElementType());
+    std::vector<Id> parts;
+    for (uint64_t i = 0; i < arr->getNumElements(); ++i) {
+      Id off = isLogicalPointer(ptr) ? b_.op(Op::OpIAdd, u32(), {ptrId, constU32(static_cast<uint32_t>(i * stride))})
+                                     : b_.op(Op::OpIAdd, u64(), {ptrId, b_.constant(u64(), i * stride)});
+      parts.push_back(load(at, arr->getElementType(), ptr, off, std::gcd(align, stride)));
+    }
+    return b_.op(Op::OpCompositeConstruct, typeOf(t), parts);
+  }
+  if (t->isIntegerTy(1)) {  // bools live in memory as bytes
+    Id byte = load(at, llvm::Type::getInt8Ty(ctx), ptr, ptrId, align);
+    return b_.op(Op::OpINotEqual, boolType(), {byte, b_.constant(b_.typeInt(8), 0)});
+  }
+  if (t->isPointerTy() && (t->getPointerAddressSpace() == 0 || t->getPointerAddressSpace() == 3))
+    unsupported(at, "a threadgroup or thread pointer stored in memory");
+
+  if (!isLogicalPointer(ptr)) {
+    Id type = typeOf(t);
+    unsigned scalarBits = t->getScalarSizeInBits();
+    if (t->isPointerTy()) scalarBits = 64;
+    if (scalarBits == 8) b_.capability(spv::Capability::StorageBuffer8BitAccess);
+    if (scalarBits == 16) b_.capability(spv::Capability::StorageBuffer16BitAccess);
+    Id p = physicalPointer(ptrId, type);
+    return b_.op(Op::OpLoad, type, {p, static_cast<uint32_t>(spv::MemoryAccessMask::Aligned), alignOperand(align)});
+  }
+
+  const llvm::Value* base = baseOf(ptr);
+  LogicalVariable& var = logicalVariable(at, base);
+  uint64_t size = dl_.getTypeStoreSize(t);
+  if (t->isPointerTy()) size = 8;
+  Id index = b_.op(Op::OpUDiv, u32(), {ptrId, constU32(var.elementBytes)});
+  if (size == var.elementBytes) {
+    Id v = b_.op(Op::OpLoad, var.elementType, {logicalElementPointer(var, index)});
+    if (typeOf(t) == var.elementType) return v;
+    return b_.op(Op::OpBitcast, typeOf(t), {v});
+  }
+  if (size % var.elementBytes) internalError(at, "misaligned access to " + base->getName().str());
+  unsigned n = static_cast<unsigned>(size / var.elementBytes);
+  std::vector<Id> units;
+  for (unsigned k = 0; k < n; ++k) {
+    Id idx = k ? b_.op(Op::OpIAdd, u32(), {index, constU32(k)}) : index;
+    units.push_back(b_.op(Op::OpLoad, var.elementType, {logicalElementPointer(var, idx)}));
+  }
+  // Same element type as a vector's components: build the vector directly.
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t); vt && typeOf(vt->getElementType()) == var.elementType)
+    return b_.op(Op::OpCompositeConstruct, typeOf(t), units);
+  if (n > 4) unsupported(at, "a " + std::to_string(size) + "-byte access to memory typed as " + describe(var.elementLLVM));
+  Id packed = b_.op(Op::OpCompositeConstruct, b_.typeVector(var.elementType, n), units);
+  return b_.op(Op::OpBitcast, typeOf(t), {packed});
+}
+
+void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id v, uint64_t align) {
+  llvm::LLVMContext& ctx = module_.getContext();
+  if (auto* st = llvm::dyn_cast<llvm::StructType>(t)) {
+    const llvm::StructLayout* sl = dl_.getStructLayout(st);
+    for (unsigned i = 0; i < st->getNumElements(); ++i) {
+      Id off = isLogicalPointer(ptr) ? b_.op(Op::OpIAdd, u32(), {ptrId, constU32(static_cast<uint32_t>(sl->getElementOffset(i)))})
+                                     : b_.op(Op::OpIAdd, u64(), {ptrId, b_.constant(u64(), sl->getElementOffset(i))});
+      Id part = b_.op(Op::OpCompositeExtract, typeOf(st->getElementType(i)), {v, i});
+      store(at, st->getElementType(i), ptr, off, part, std::gcd(align, sl->getElementOffset(i) ? sl->getElementOffset(i) : align));
+    }
+    return;
+  }
+  if (auto* arr = llvm::dyn_cast<llvm::ArrayType>(t)) {
+    uint64_t stride = dl_.getTypeAllocSize(arr->getElementType());
+    for (uint64_t i = 0; i < arr->getNumElements(); ++i) {
+      Id off = isLogicalPointer(ptr) ? b_.op(Op::OpIAdd, u32(), {ptrId, constU32(static_cast<uint32_t>(i * stride))})
+                                     : b_.op(Op::OpIAdd, u64(), {ptrId, b_.constant(u64(), i * stride)});
+      Id part = b_.op(Op::OpCompositeExtract, typeOf(arr->getElementType()), {v, static_cast<uint32_t>(i)});
+      store(at, arr->getElementType(), ptr, off, part, std::gcd(align, stride));
+    }
+    return;
+  }
+  if (t->isIntegerTy(1)) {
+    llvm::Type* i8 = llvm::Type::getInt8Ty(ctx);
+    Id byte = b_.op(Op::OpSelect, typeOf(i8), {v, b_.constant(typeOf(i8), 1), b_.constant(typeOf(i8), 0)});
+    store(at, i8, ptr, ptrId, byte, align);
+    return;
+  }
+  if (t->isPointerTy() && (t->getPointerAddressSpace() == 0 || t->getPointerAddressSpace() == 3))
+    unsupported(at, "a threadgroup or thread pointer stored in memory");
+
+  if (!isLogicalPointer(ptr)) {
+    Id type = typeOf(t);
+    unsigned scalarBits = t->isPointerTy() ? 64 : t->getScalarSizeInBits();
+    if (scalarBits == 8) b_.capability(spv::Capability::StorageBuffer8BitAccess);
+    if (scalarBits == 16) b_.capability(spv::Capability::StorageBuffer16BitAccess);
+    Id p = physicalPointer(ptrId, type);
+    b_.opNoResult(Op::OpStore, {p, v, static_cast<uint32_t>(spv::MemoryAccessMask::Aligned), alignOperand(align)});
+    return;
+  }
+  const llvm::Value* base = baseOf(ptr);
+  LogicalVariable& var = logicalVariable(at, base);
+  if (var.storage == spv::StorageClass::Private && llvm::isa<llvm::GlobalVariable>(base) &&
+      llvm::cast<llvm::GlobalVariable>(base)->getAddressSpace() != 0)
+    unsupported(at, "a store to constant memory");
+  uint64_t size = t->isPointerTy() ? 8 : dl_.getTypeStoreSize(t);
+  Id index = b_.op(Op::OpUDiv, u32(), {ptrId, constU32(var.elementBytes)});
+  if (size == var.elementBytes) {
+    Id stored = typeOf(t) == var.elementType ? v : b_.op(Op::OpBitcast, var.elementType, {v});
+    b_.opNoResult(Op::OpStore, {logicalElementPointer(var, index), stored});
+    return;
+  }
+  if (size % var.elementBytes) internalError(at, "misaligned access to " + base->getName().str());
+  unsigned n = static_cast<unsigned>(size / var.elementBytes);
+  std::vector<Id> units;
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t); vt && typeOf(vt->getElementType()) == var.elementType) {
+    for (unsigned k = 0; k < n; ++k) units.push_back(b_.op(Op::OpCompositeExtract, var.elementType, {v, k}));
+  } else {
+    if (n > 4) unsupported(at, "a " + std::to_string(size) + "-byte access to memory typed as " + describe(var.elementLLVM));
+    Id packed = b_.op(Op::OpBitcast, b_.typeVector(var.elementType, n), {v});
+    for (unsigned k = 0; k < n; ++k) units.push_back(b_.op(Op::OpCompositeExtract, var.elementType, {packed, k}));
+  }
+  for (unsigned k = 0; k < n; ++k) {
+    Id idx = k ? b_.op(Op::OpIAdd, u32(), {index, constU32(k)}) : index;
+    b_.opNoResult(Op::OpStore, {logicalElementPointer(var, idx), units[k]});
+  }
+}
+
+// A pointer an atomic instruction can use, and the scope that goes with the memory it points to.
+Id Emitter::atomicPointer(const llvm::Instruction* at, const llvm::Value* ptr, llvm::Type* t, uint32_t* scope) {
+  Id ptrId = value(ptr);
+  if (!isLogicalPointer(ptr)) {
+    *scope = static_cast<uint32_t>(spv::Scope::Device);
+    return physicalPointer(ptrId, typeOf(t));
+  }
+  LogicalVariable& var = logicalVariable(at, baseOf(ptr));
+  if (var.storage != spv::StorageClass::Workgroup) unsupported(at, "an atomic operation on thread memory");
+  *scope = static_cast<uint32_t>(spv::Scope::Workgroup);
+  return logicalElementPointer(var, b_.op(Op::OpUDiv, u32(), {ptrId, constU32(var.elementBytes)}));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Instructions
+
+namespace {
+uint32_t semanticsFor(llvm::AtomicOrdering o, uint32_t scope) {
+  if (o == llvm::AtomicOrdering::Monotonic || o == llvm::AtomicOrdering::Unordered || o == llvm::AtomicOrdering::NotAtomic)
+    return 0;
+  uint32_t storage = scope == static_cast<uint32_t>(spv::Scope::Workgroup)
+                         ? static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory)
+                         : static_cast<uint32_t>(spv::MemorySemanticsMask::UniformMemory);
+  uint32_t order = o == llvm::AtomicOrdering::Acquire   ? static_cast<uint32_t>(spv::MemorySemanticsMask::Acquire)
+                   : o == llvm::AtomicOrdering::Release ? static_cast<uint32_t>(spv::MemorySemanticsMask::Release)
+                                                        : static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease);
+  return storage | order;
+}
+}  // namespace
+
+Id Emitter::emitOp(const llvm::Instruction& i) {
+  llvm::Type* t = i.getType();
+  auto bin = [&](Op op) { return b_.op(op, typeOf(t), {value(i.getOperand(0)), value(i.getOperand(1))}, resultId(&i)); };
+  bool isBf = t->getScalarType()->isBFloatTy();
+
+  switch (i.getOpcode()) {
+    case llvm::Instruction::Add: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalNotEqual) : bin(Op::OpIAdd);
+    case llvm::Instruction::Sub: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalNotEqual) : bin(Op::OpISub);
+    case llvm::Instruction::Mul: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalAnd) : bin(Op::OpIMul);
+    case llvm::Instruction::UDiv: return bin(Op::OpUDiv);
+    case llvm::Instruction::SDiv: return bin(Op::OpSDiv);
+    case llvm::Instruction::URem: return bin(Op::OpUMod);
+    case llvm::Instruction::SRem: return bin(Op::OpSRem);
+    case llvm::Instruction::Shl: return bin(Op::OpShiftLeftLogical);
+    case llvm::Instruction::LShr: return bin(Op::OpShiftRightLogical);
+    case llvm::Instruction::AShr: return bin(Op::OpShiftRightArithmetic);
+    case llvm::Instruction::And: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalAnd) : bin(Op::OpBitwiseAnd);
+    case llvm::Instruction::Or: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalOr) : bin(Op::OpBitwiseOr);
+    case llvm::Instruction::Xor: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalNotEqual) : bin(Op::OpBitwiseXor);
+    case llvm::Instruction::FAdd:
+    case llvm::Instruction::FSub:
+    case llvm::Instruction::FMul:
+    case llvm::Instruction::FDiv:
+    case llvm::Instruction::FRem: {
+      Op op = i.getOpcode() == llvm::Instruction::FAdd   ? Op::OpFAdd
+              : i.getOpcode() == llvm::Instruction::FSub ? Op::OpFSub
+              : i.getOpcode() == llvm::Instruction::FMul ? Op::OpFMul
+              : i.getOpcode() == llvm::Instruction::FDiv ? Op::OpFDiv
+                                                         : Op::OpFRem;
+      if (!isBf) return bin(op);
+      llvm::Type* ft = withElement(t, llvm::Type::getFloatTy(t->getContext()));
+      Id r = b_.op(op, typeOf(ft), {bfloatToFloat(value(i.getOperand(0)), t), bfloatToFloat(value(i.getOperand(1)), t)});
+      Id out = floatToBfloat(r, t);
+      define(&i, out);
+      return out;
+    }
+    case llvm::Instruction::FNeg: {
+      if (!isBf) return b_.op(Op::OpFNegate, typeOf(t), {value(i.getOperand(0))}, resultId(&i));
+      return b_.op(Op::OpBitwiseXor, typeOf(t), {value(i.getOperand(0)), splatLike(t, b_.constant(b_.typeInt(16), 0x8000))}, resultId(&i));
+    }
+    case llvm::Instruction::ICmp: {
+      auto* c = llvm::cast<llvm::ICmpInst>(&i);
+      llvm::Type* ot = c->getOperand(0)->getType();
+      bool isBool = ot->isIntOrIntVectorTy(1);
+      Op op;
+      switch (c->getPredicate()) {
+        case llvm::CmpInst::ICMP_EQ: op = isBool ? Op::OpLogicalEqual : Op::OpIEqual; break;
+        case llvm::CmpInst::ICMP_NE: op = isBool ? Op::OpLogicalNotEqual : Op::OpINotEqual; break;
+        case llvm::CmpInst::ICMP_UGT: op = Op::OpUGreaterThan; break;
+        case llvm::CmpInst::ICMP_UGE: op = Op::OpUGreaterThanEqual; break;
+        case llvm::CmpInst::ICMP_ULT: op = Op::OpULessThan; break;
+        case llvm::CmpInst::ICMP_ULE: op = Op::OpULessThanEqual; break;
+        case llvm::CmpInst::ICMP_SGT: op = Op::OpSGreaterThan; break;
+        case llvm::CmpInst::ICMP_SGE: op = Op::OpSGreaterThanEqual; break;
+        case llvm::CmpInst::ICMP_SLT: op = Op::OpSLessThan; break;
+        case llvm::CmpInst::ICMP_SLE: op = Op::OpSLessThanEqual; break;
+        default: unsupported(&i, "integer comparison predicate");
+      }
+      if (isBool && op != Op::OpLogicalEqual && op != Op::OpLogicalNotEqual) {
+        // Ordered comparisons of bools: compare them as 0/1 integers.
+        llvm::Type* it = withElement(ot, llvm::Type::getInt8Ty(t->getContext()));
+        auto asInt = [&](const llvm::Value* v) { return b_.op(Op::OpSelect, typeOf(it), {value(v), splatLike(ot, b_.constant(typeOf(it->getScalarType()), 1)), splatLike(ot, b_.constant(typeOf(it->getScalarType()), 0))}); };
+        return b_.op(op, typeOf(t), {asInt(c->getOperand(0)), asInt(c->getOperand(1))}, resultId(&i));
+      }
+      if (ot->isPointerTy() && isLogicalPointer(c->getOperand(0)) != isLogicalPointer(c->getOperand(1)))
+        unsupported(&i, "comparison of pointers into different kinds of memory");
+      return bin(op);
+    }
+    case llvm::Instruction::FCmp: {
+      auto* c = llvm::cast<llvm::FCmpInst>(&i);
+      llvm::Type* ot = c->getOperand(0)->getType();
+      Id a = value(c->getOperand(0)), bv = value(c->getOperand(1));
+      if (ot->getScalarType()->isBFloatTy()) {
+        a = bfloatToFloat(a, ot);
+        bv = bfloatToFloat(bv, ot);
+      }
+      Id rt = typeOf(t);
+      auto nanOf = [&](Id x) { return b_.op(Op::OpIsNan, rt, {x}); };
+      Op op;
+      switch (c->getPredicate()) {
+        case llvm::CmpInst::FCMP_OEQ: op = Op::OpFOrdEqual; break;
+        case llvm::CmpInst::FCMP_OGT: op = Op::OpFOrdGreaterThan; break;
+        case llvm::CmpInst::FCMP_OGE: op = Op::OpFOrdGreaterThanEqual; break;
+        case llvm::CmpInst::FCMP_OLT: op = Op::OpFOrdLessThan; break;
+        case llvm::CmpInst::FCMP_OLE: op = Op::OpFOrdLessThanEqual; break;
+        case llvm::CmpInst::FCMP_ONE: op = Op::OpFOrdNotEqual; break;
+        case llvm::CmpInst::FCMP_UEQ: op = Op::OpFUnordEqual; break;
+        case llvm::CmpInst::FCMP_UGT: op = Op::OpFUnordGreaterThan; break;
+        case llvm::CmpInst::FCMP_UGE: op = Op::OpFUnordGreaterThanEqual; break;
+        case llvm::CmpInst::FCMP_ULT: op = Op::OpFUnordLessThan; break;
+        case llvm::CmpInst::FCMP_ULE: op = Op::OpFUnordLessThanEqual; break;
+        case llvm::CmpInst::FCMP_UNE: op = Op::OpFUnordNotEqual; break;
+        case llvm::CmpInst::FCMP_UNO:
+          return b_.op(Op::OpLogicalOr, rt, {nanOf(a), nanOf(bv)}, resultId(&i));
+        case llvm::CmpInst::FCMP_ORD:
+          return b_.op(Op::OpLogicalNot, rt, {b_.op(Op::OpLogicalOr, rt, {nanOf(a), nanOf(bv)})}, resultId(&i));
+        case llvm::CmpInst::FCMP_TRUE: define(&i, splatLike(t, b_.constantBool(true))); return 0;
+        case llvm::CmpInst::FCMP_FALSE: define(&i, splatLike(t, b_.constantBool(false))); return 0;
+        default: unsupported(&i, "floating-point comparison predicate");
+      }
+      return b_.op(op, rt, {a, bv}, resultId(&i));
+    }
+    case llvm::Instruction::Trunc: {
+      Id v = value(i.getOperand(0));
+      if (t->isIntOrIntVectorTy(1)) {
+        llvm::Type* st = i.getOperand(0)->getType();
+        Id bit = b_.op(Op::OpBitwiseAnd, typeOf(st), {v, intConst(st, 1)});
+        return b_.op(Op::OpINotEqual, typeOf(t), {bit, intConst(st, 0)}, resultId(&i));
+      }
+      return b_.op(Op::OpUConvert, typeOf(t), {v}, resultId(&i));
+    }
+    case llvm::Instruction::ZExt:
+    case llvm::Instruction::SExt: {
+      Id v = value(i.getOperand(0));
+      if (i.getOperand(0)->getType()->isIntOrIntVectorTy(1)) {
+        uint64_t one = i.getOpcode() == llvm::Instruction::ZExt ? 1 : ~uint64_t(0);
+        return b_.op(Op::OpSelect, typeOf(t), {v, intConst(t, one), intConst(t, 0)}, resultId(&i));
+      }
+      return b_.op(i.getOpcode() == llvm::Instruction::ZExt ? Op::OpUConvert : Op::OpSConvert, typeOf(t), {v}, resultId(&i));
+    }
+    case llvm::Instruction::FPTrunc:
+    case llvm::Instruction::FPExt: {
+      llvm::Type* from = i.getOperand(0)->getType();
+      Id v = value(i.getOperand(0));
+      llvm::Type* f32t = withElement(t, llvm::Type::getFloatTy(t->getContext()));
+      if (from->getScalarType()->isBFloatTy()) {
+        Id f = bfloatToFloat(v, from);
+        Id out = t->getScalarType()->isFloatTy() ? f : b_.op(Op::OpFConvert, typeOf(t), {f});
+        define(&i, out);
+        return out;
+      }
+      if (isBf) {
+        Id f = from->getScalarType()->isFloatTy() ? v : b_.op(Op::OpFConvert, typeOf(f32t), {v});
+        Id out = floatToBfloat(f, t);
+        define(&i, out);
+        return out;
+      }
+      return b_.op(Op::OpFConvert, typeOf(t), {v}, resultId(&i));
+    }
+    case llvm::Instruction::FPToUI:
+    case llvm::Instruction::FPToSI: {
+      llvm::Type* from = i.getOperand(0)->getType();
+      Id v = value(i.getOperand(0));
+      if (from->getScalarType()->isBFloatTy()) v = bfloatToFloat(v, from);
+      Op op = i.getOpcode() == llvm::Instruction::FPToUI ? Op::OpConvertFToU : Op::OpConvertFToS;
+      if (t->isIntOrIntVectorTy(1)) {
+        llvm::Type* i32 = withElement(t, llvm::Type::getInt32Ty(t->getContext()));
+        Id n = b_.op(op, typeOf(i32), {v});
+        return b_.op(Op::OpINotEqual, typeOf(t), {n, intConst(i32, 0)}, resultId(&i));
+      }
+      return b_.op(op, typeOf(t), {v}, resultId(&i));
+    }
+    case llvm::Instruction::UIToFP:
+    case llvm::Instruction::SIToFP: {
+      llvm::Type* from = i.getOperand(0)->getType();
+      Id v = value(i.getOperand(0));
+      if (from->isIntOrIntVectorTy(1)) {
+        llvm::Type* i32 = withElement(from, llvm::Type::getInt32Ty(t->getContext()));
+        uint64_t one = i.getOpcode() == llvm::Instruction::UIToFP ? 1 : ~uint64_t(0);
+        v = b_.op(Op::OpSelect, typeOf(i32), {v, intConst(i32, one), intConst(i32, 0)});
+      }
+      Op op = i.getOpcode() == llvm::Instruction::UIToFP ? Op::OpConvertUToF : Op::OpConvertSToF;
+      if (!isBf) return b_.op(op, typeOf(t), {v}, resultId(&i));
+      llvm::Type* f32t = withElement(t, llvm::Type::getFloatTy(t->getContext()));
+      Id out = floatToBfloat(b_.op(op, typeOf(f32t), {v}), t);
+      define(&i, out);
+      return out;
+    }
+    case llvm::Instruction::BitCast: {
+      Id v = value(i.getOperand(0));
+      if (typeOf(t) == typeOf(i.getOperand(0)->getType())) {
+        define(&i, v);
+        return v;
+      }
+      return b_.op(Op::OpBitcast, typeOf(t), {v}, resultId(&i));
+    }
+    case llvm::Instruction::PtrToInt: {
+      if (isLogicalPointer(i.getOperand(0))) unsupported(&i, "the address of threadgroup or thread memory");
+      Id v = value(i.getOperand(0));
+      if (t->getIntegerBitWidth() == 64) { define(&i, v); return v; }
+      return b_.op(Op::OpUConvert, typeOf(t), {v}, resultId(&i));
+    }
+    case llvm::Instruction::IntToPtr: {
+      if (isLogicalPointer(&i)) unsupported(&i, "an integer converted to a threadgroup or thread pointer");
+      Id v = value(i.getOperand(0));
+      if (i.getOperand(0)->getType()->getIntegerBitWidth() == 64) { define(&i, v); return v; }
+      return b_.op(Op::OpUConvert, u64(), {v}, resultId(&i));
+    }
+    case llvm::Instruction::AddrSpaceCast: {
+      if (isLogicalPointer(&i) != isLogicalPointer(i.getOperand(0)))
+        unsupported(&i, "a cast between address spaces");
+      Id v = value(i.getOperand(0));
+      define(&i, v);
+      return v;
+    }
+    case llvm::Instruction::Freeze: {
+      Id v = value(i.getOperand(0));
+      define(&i, v);
+      return v;
+    }
+    case llvm::Instruction::Select: {
+      auto* s = llvm::cast<llvm::SelectInst>(&i);
+      if (t->isPointerTy()) baseOf(&i);  // diagnoses selects between different variables
+      return b_.op(Op::OpSelect, typeOf(t), {value(s->getCondition()), value(s->getTrueValue()), value(s->getFalseValue())}, resultId(&i));
+    }
+    case llvm::Instruction::ExtractElement: {
+      auto* e = llvm::cast<llvm::ExtractElementInst>(&i);
+      if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(e->getIndexOperand()))
+        return b_.op(Op::OpCompositeExtract, typeOf(t), {value(e->getVectorOperand()), static_cast<uint32_t>(ci->getZExtValue())}, resultId(&i));
+      return b_.op(Op::OpVectorExtractDynamic, typeOf(t), {value(e->getVectorOperand()), value(e->getIndexOperand())}, resultId(&i));
+    }
+    case llvm::Instruction::InsertElement: {
+      auto* e = llvm::cast<llvm::InsertElementInst>(&i);
+      if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(e->getOperand(2)))
+        return b_.op(Op::OpCompositeInsert, typeOf(t), {value(e->getOperand(1)), value(e->getOperand(0)), static_cast<uint32_t>(ci->getZExtValue())}, resultId(&i));
+      return b_.op(Op::OpVectorInsertDynamic, typeOf(t), {value(e->getOperand(0)), value(e->getOperand(1)), value(e->getOperand(2))}, resultId(&i));
+    }
+    case llvm::Instruction::ShuffleVector: {
+      auto* s = llvm::cast<llvm::ShuffleVectorInst>(&i);
+      auto* rt = llvm::dyn_cast<llvm::FixedVectorType>(t);
+      if (!rt) unsupported(&i, "scalable vector shuffle");
+      std::vector<uint32_t> ops{value(s->getOperand(0)), value(s->getOperand(1))};
+      for (int m : s->getShuffleMask()) ops.push_back(m < 0 ? 0xFFFFFFFFu : static_cast<uint32_t>(m));
+      return b_.op(Op::OpVectorShuffle, typeOf(t), ops, resultId(&i));
+    }
+    case llvm::Instruction::ExtractValue: {
+      auto* e = llvm::cast<llvm::ExtractValueInst>(&i);
+      std::vector<uint32_t> ops{value(e->getAggregateOperand())};
+      for (unsigned idx : e->indices()) ops.push_back(idx);
+      return b_.op(Op::OpCompositeExtract, typeOf(t), ops, resultId(&i));
+    }
+    case llvm::Instruction::InsertValue: {
+      auto* e = llvm::cast<llvm::InsertValueInst>(&i);
+      std::vector<uint32_t> ops{value(e->getInsertedValueOperand()), value(e->getAggregateOperand())};
+      for (unsigned idx : e->indices()) ops.push_back(idx);
+      return b_.op(Op::OpCompositeInsert, typeOf(t), ops, resultId(&i));
+    }
+    case llvm::Instruction::GetElementPtr: {
+      auto* gep = llvm::cast<llvm::GetElementPtrInst>(&i);
+      if (t->isVectorTy()) unsupported(&i, "a vector of pointers");
+      bool logical = isLogicalPointer(gep);
+      Id intType = logical ? u32() : u64();
+      llvm::Type* intLLVM = logical ? llvm::Type::getInt32Ty(t->getContext()) : llvm::Type::getInt64Ty(t->getContext());
+      Id acc = value(gep->getPointerOperand());
+      uint64_t constOff = 0;
+      for (auto it = llvm::gep_type_begin(gep); it != llvm::gep_type_end(gep); ++it) {
+        const llvm::Value* idx = it.getOperand();
+        if (llvm::StructType* st = it.getStructTypeOrNull()) {
+          constOff += dl_.getStructLayout(st)->getElementOffset(static_cast<unsigned>(llvm::cast<llvm::ConstantInt>(idx)->getZExtValue()));
+          continue;
+        }
+        uint64_t stride = it.getSequentialElementStride(dl_);
+        if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(idx)) {
+          constOff += static_cast<uint64_t>(ci->getSExtValue()) * stride;
+          continue;
+        }
+        Id iv = value(idx);
+        unsigned w = idx->getType()->getIntegerBitWidth();
+        if (w != intLLVM->getIntegerBitWidth())
+          iv = b_.op(logical || w > 64 ? Op::OpUConvert : Op::OpSConvert, intType, {iv});
+        if (stride != 1) iv = b_.op(Op::OpIMul, intType, {iv, b_.constant(intType, stride)});
+        acc = b_.op(Op::OpIAdd, intType, {acc, iv});
+      }
+      if (constOff) acc = b_.op(Op::OpIAdd, intType, {acc, b_.constant(intType, constOff)});
+      define(&i, acc);
+      return acc;
+    }
+    case llvm::Instruction::Load: {
+      auto* ld = llvm::cast<llvm::LoadInst>(&i);
+      if (ld->isAtomic()) {
+        uint32_t scope = 0;
+        Id p = atomicPointer(&i, ld->getPointerOperand(), t, &scope);
+        return b_.op(Op::OpAtomicLoad, typeOf(t), {p, constU32(scope), constU32(semanticsFor(ld->getOrdering(), scope))}, resultId(&i));
+      }
+      Id v = load(&i, t, ld->getPointerOperand(), value(ld->getPointerOperand()), ld->getAlign().value());
+      define(&i, v);
+      return v;
+    }
+    case llvm::Instruction::Store: {
+      auto* st = llvm::cast<llvm::StoreInst>(&i);
+      llvm::Type* vt = st->getValueOperand()->getType();
+      if (st->isAtomic()) {
+        uint32_t scope = 0;
+        Id p = atomicPointer(&i, st->getPointerOperand(), vt, &scope);
+        b_.opNoResult(Op::OpAtomicStore, {p, constU32(scope), constU32(semanticsFor(st->getOrdering(), scope)), value(st->getValueOperand())});
+        return 0;
+      }
+      store(&i, vt, st->getPointerOperand(), value(st->getPointerOperand()), value(st->getValueOperand()), st->getAlign().value());
+      return 0;
+    }
+    case llvm::Instruction::AtomicRMW: {
+      auto* rmw = llvm::cast<llvm::AtomicRMWInst>(&i);
+      uint32_t scope = 0;
+      Id p = atomicPointer(&i, rmw->getPointerOperand(), t, &scope);
+      Id sem = constU32(semanticsFor(rmw->getOrdering(), scope));
+      Id v = value(rmw->getValOperand());
+      if (t->getScalarSizeInBits() == 64 && t->isIntegerTy()) b_.capability(spv::Capability::Int64Atomics);
+      Op op;
+      switch (rmw->getOperation()) {
+        case llvm::AtomicRMWInst::Xchg: op = Op::OpAtomicExchange; break;
+        case llvm::AtomicRMWInst::Add: op = Op::OpAtomicIAdd; break;
+        case llvm::AtomicRMWInst::Sub: op = Op::OpAtomicISub; break;
+        case llvm::AtomicRMWInst::And: op = Op::OpAtomicAnd; break;
+        case llvm::AtomicRMWInst::Or: op = Op::OpAtomicOr; break;
+        case llvm::AtomicRMWInst::Xor: op = Op::OpAtomicXor; break;
+        case llvm::AtomicRMWInst::Max: op = Op::OpAtomicSMax; break;
+        case llvm::AtomicRMWInst::Min: op = Op::OpAtomicSMin; break;
+        case llvm::AtomicRMWInst::UMax: op = Op::OpAtomicUMax; break;
+        case llvm::AtomicRMWInst::UMin: op = Op::OpAtomicUMin; break;
+        case llvm::AtomicRMWInst::FAdd:
+        case llvm::AtomicRMWInst::FSub:
+          b_.extension("SPV_EXT_shader_atomic_float_add");
+          b_.capability(t->isHalfTy() ? spv::Capability::AtomicFloat16AddEXT
+                        : t->isDoubleTy() ? spv::Capability::AtomicFloat64AddEXT
+                                          : spv::Capability::AtomicFloat32AddEXT);
+          if (t->isHalfTy()) b_.extension("SPV_EXT_shader_atomic_float16_add");
+          if (rmw->getOperation() == llvm::AtomicRMWInst::FSub) v = b_.op(Op::OpFNegate, typeOf(t), {v});
+          op = Op::OpAtomicFAddEXT;
+          break;
+        case llvm::AtomicRMWInst::FMax:
+        case llvm::AtomicRMWInst::FMin:
+          b_.extension("SPV_EXT_shader_atomic_float_min_max");
+          b_.capability(t->isHalfTy() ? spv::Capability::AtomicFloat16MinMaxEXT
+                        : t->isDoubleTy() ? spv::Capability::AtomicFloat64MinMaxEXT
+                                          : spv::Capability::AtomicFloat32MinMaxEXT);
+          op = rmw->getOperation() == llvm::AtomicRMWInst::FMax ? Op::OpAtomicFMaxEXT : Op::OpAtomicFMinEXT;
+          break;
+        default: unsupported(&i, "atomic operation " + std::string(llvm::AtomicRMWInst::getOperationName(rmw->getOperation())));
+      }
+      return b_.op(op, typeOf(t), {p, constU32(scope), sem, v}, resultId(&i));
+    }
+    case llvm::Instruction::AtomicCmpXchg: {
+      auto* cx = llvm::cast<llvm::AtomicCmpXchgInst>(&i);
+      llvm::Type* vt = cx->getNewValOperand()->getType();
+      if (!vt->isIntegerTy()) unsupported(&i, "compare-exchange of a non-integer value");
+      if (vt->getIntegerBitWidth() == 64) b_.capability(spv::Capability::Int64Atomics);
+      uint32_t scope = 0;
+      Id p = atomicPointer(&i, cx->getPointerOperand(), vt, &scope);
+      Id expected = value(cx->getCompareOperand());
+      Id old = b_.op(Op::OpAtomicCompareExchange, typeOf(vt),
+                     {p, constU32(scope), constU32(semanticsFor(cx->getSuccessOrdering(), scope)),
+                      constU32(semanticsFor(cx->getFailureOrdering(), scope)), value(cx->getNewValOperand()), expected});
+      Id ok = b_.op(Op::OpIEqual, boolType(), {old, expected});
+      return b_.op(Op::OpCompositeConstruct, typeOf(t), {old, ok}, resultId(&i));
+    }
+    case llvm::Instruction::Fence: {
+      auto* f = llvm::cast<llvm::FenceInst>(&i);
+      uint32_t scope = static_cast<uint32_t>(spv::Scope::Device);
+      b_.opNoResult(Op::OpMemoryBarrier, {constU32(scope), constU32(semanticsFor(f->getOrdering(), scope) | static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory))});
+      return 0;
+    }
+    case llvm::Instruction::Call: return emitCall(llvm::cast<llvm::CallInst>(i));
+    case llvm::Instruction::Alloca: {
+      logicalVariable(&i, &i);
+      return 0;
+    }
+    default: break;
+  }
+  unsupported(&i, std::string("LLVM instruction '") + i.getOpcodeName() + "'");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Module structure and control flow
+
+Id Emitter::builtinInput(spv::BuiltIn builtin, Id type) {
+  auto it = builtins_.find(builtin);
+  if (it != builtins_.end()) return b_.op(Op::OpLoad, type, {it->second});
+  Id var = b_.variable(b_.typePointer(spv::StorageClass::Input, type), spv::StorageClass::Input);
+  b_.decorate(var, spv::Decoration::BuiltIn, {static_cast<uint32_t>(builtin)});
+  builtins_[builtin] = var;
+  interface_.push_back(var);
+  return b_.op(Op::OpLoad, type, {var});
+}
+
+Id Emitter::pushConstant(uint32_t offset, Id type) {
+  auto it = pushMembers_.find(offset);
+  if (it == pushMembers_.end()) internalError(current_, "push constant at offset " + std::to_string(offset) + " is outside the block");
+  Id ptr = b_.op(Op::OpAccessChain, b_.typePointer(spv::StorageClass::PushConstant, type), {pushBlock_, constU32(it->second)});
+  return b_.op(Op::OpLoad, type, {ptr});
+}
+
+std::vector<uint32_t> Emitter::run() {
+  llvm::Function* fn = module_.getFunction("main");
+  if (!fn || fn->isDeclaration()) {
+    diags_.internal("no entry function after lowering");
+    return {};
+  }
+  try {
+    b_.capability(spv::Capability::Shader);
+    b_.capability(spv::Capability::PhysicalStorageBufferAddresses);
+    b_.capability(spv::Capability::Int64);
+
+    // Push-constant block: the grid, then one address per buffer (docs/ABI.md).
+    {
+      Id uvec3 = b_.typeVector(u32(), 3);
+      std::vector<Id> members{uvec3};
+      std::vector<uint32_t> offsets{kPushGridOffset};
+      pushMembers_[kPushGridOffset] = 0;
+      for (uint32_t off = kPushArgsOffset; off + 8 <= reflection_.pushConstantSize; off += 8) {
+        pushMembers_[off] = static_cast<uint32_t>(members.size());
+        members.push_back(u64());
+        offsets.push_back(off);
+      }
+      Id block = b_.typeStruct(members);
+      b_.decorate(block, spv::Decoration::Block);
+      for (uint32_t m = 0; m < offsets.size(); ++m) b_.memberDecorate(block, m, spv::Decoration::Offset, {offsets[m]});
+      pushBlock_ = b_.variable(b_.typePointer(spv::StorageClass::PushConstant, block), spv::StorageClass::PushConstant);
+      b_.name(pushBlock_, "args");
+      interface_.push_back(pushBlock_);
+    }
+    // Workgroup size: specialization constants set when the pipeline is created.
+    std::vector<Id> wgs;
+    for (uint32_t k = 0; k < 3; ++k) wgs.push_back(b_.specConstant(u32(), 1, kWorkgroupSizeSpecBase + k));
+    workgroupSize_ = b_.specConstantComposite(b_.typeVector(u32(), 3), wgs);
+
+    Id voidType = b_.typeVoid();
+    Id fnType = b_.typeFunction(voidType, {});
+    Id fnId = b_.newId();
+
+    llvm::DominatorTree dt(*fn);
+    llvm::PostDominatorTree pdt(*fn);
+    llvm::LoopInfo li(dt);
+    llvm::ReversePostOrderTraversal<llvm::Function*> rpo(fn);
+    for (llvm::BasicBlock* bb : rpo) labels_[bb] = b_.newId();
+
+    b_.beginFunction(fnId, voidType, fnType);
+    for (llvm::BasicBlock* bb : rpo) {
+      b_.label(labels_[bb]);
+      for (llvm::Instruction& inst : *bb) {
+        current_ = &inst;
+        if (auto* phi = llvm::dyn_cast<llvm::PHINode>(&inst)) {
+          if (phi->getType()->isPointerTy()) baseOf(phi);
+          std::vector<uint32_t> ops;
+          for (unsigned k = 0; k < phi->getNumIncomingValues(); ++k) {
+            if (!labels_.count(phi->getIncomingBlock(k))) continue;  // unreachable predecessor
+            ops.push_back(value(phi->getIncomingValue(k)));
+            ops.push_back(labels_[phi->getIncomingBlock(k)]);
+          }
+          b_.op(Op::OpPhi, typeOf(phi->getType()), ops, resultId(phi));
+          continue;
+        }
+        if (inst.isTerminator()) {
+          if (auto* ret = llvm::dyn_cast<llvm::ReturnInst>(&inst)) {
+            (void)ret;
+            b_.opNoResult(Op::OpReturn, {});
+          } else if (auto* br = llvm::dyn_cast<llvm::BranchInst>(&inst)) {
+            llvm::Loop* loop = li.getLoopFor(bb);
+            bool isHeader = loop && loop->getHeader() == bb;
+            if (isHeader) {
+              llvm::BasicBlock* latch = loop->getLoopLatch();
+              llvm::BasicBlock* exit = loop->getExitBlock();
+              if (!latch || !exit) unsupported(&inst, "a loop with several exits or back edges after structurizing");
+              b_.opNoResult(Op::OpLoopMerge, {labels_[exit], labels_[latch], 0});
+            }
+            if (br->isUnconditional() || br->getSuccessor(0) == br->getSuccessor(1)) {
+              b_.opNoResult(Op::OpBranch, {labels_[br->getSuccessor(0)]});
+            } else {
+              bool isLatch = loop && loop->getLoopLatch() == bb;
+              if (!isHeader && !isLatch) {
+                llvm::DomTreeNode* node = pdt.getNode(bb);
+                llvm::BasicBlock* merge = node && node->getIDom() ? node->getIDom()->getBlock() : nullptr;
+                bool isBreak = loop && merge && !loop->contains(merge);
+                if (!merge) unsupported(&inst, "a branch whose paths never meet again");
+                if (!isBreak) b_.opNoResult(Op::OpSelectionMerge, {labels_[merge], 0});
+              }
+              b_.opNoResult(Op::OpBranchConditional, {value(br->getCondition()), labels_[br->getSuccessor(0)], labels_[br->getSuccessor(1)]});
+            }
+          } else if (llvm::isa<llvm::UnreachableInst>(&inst)) {
+            b_.opNoResult(Op::OpUnreachable, {});
+          } else {
+            unsupported(&inst, std::string("terminator '") + inst.getOpcodeName() + "'");
+          }
+          continue;
+        }
+        if (llvm::isa<llvm::AllocaInst>(inst)) {
+          logicalVariable(&inst, &inst);
+          continue;
+        }
+        Id r = emitOp(inst);
+        if (r && !inst.getType()->isVoidTy() && !ids_.count(&inst)) ids_[&inst] = r;
+      }
+    }
+    b_.endFunction();
+
+    b_.entryPoint(spv::ExecutionModel::GLCompute, fnId, "main", interface_);
+    b_.executionModeId(fnId, spv::ExecutionMode::LocalSizeId, wgs);
+    b_.name(fnId, "main");
+
+    reflection_.requiredSubgroupSize = usesSubgroups_ ? 32 : 0;
+  } catch (EmitError&) {
+    return {};
+  }
+  std::vector<uint32_t> words = b_.assemble();
+  for (spv::Capability c : b_.capabilities()) reflection_.capabilities.push_back(Builder::capabilityName(c));
+  for (const std::string& e : b_.extensions()) reflection_.extensions.push_back(e);
+  return words;
+}
+
+std::vector<uint32_t> emitModule(llvm::Module& m, KernelReflection& reflection, const frontend::SourceMap& sources,
+                                 Diagnostics& diags) {
+  Emitter e(m, reflection, sources, diags);
+  return e.run();
+}
+
+}  // namespace m2v::spirv

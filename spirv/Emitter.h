@@ -1,0 +1,26 @@
+// LLVM IR (after the lowering passes) to a SPIR-V module for Vulkan 1.3 compute.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "Frontend.h"
+
+namespace llvm {
+class Module;
+}
+
+namespace m2v::spirv {
+
+// Emits the module's `main` as the entry point. Fills the capability, extension, threadgroup-memory and
+// subgroup-size parts of `reflection`. Returns an empty vector after reporting to `diags`.
+std::vector<uint32_t> emitModule(llvm::Module& m, KernelReflection& reflection, const frontend::SourceMap& sources,
+                                 Diagnostics& diags);
+
+// Runs SPIRV-Tools' validator (target vulkan1.3). Returns the validator's message, or "" when the module is valid.
+std::string validateModule(const std::vector<uint32_t>& words);
+
+// The textual disassembly, for tests and `m2v compile --asm`.
+std::string disassembleModule(const std::vector<uint32_t>& words);
+
+}  // namespace m2v::spirv

@@ -1,0 +1,111 @@
+// The emitter's internal state, shared by Emitter.cpp (values, memory, control flow) and EmitCalls.cpp (intrinsics).
+#pragma once
+
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/Analysis/PostDominators.h>
+#include <llvm/IR/DataLayout.h>
+#include <llvm/IR/Dominators.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/Module.h>
+
+#include <map>
+#include <string>
+
+#include "Builder.h"
+#include "Emitter.h"
+
+namespace m2v::spirv {
+
+// Thrown to abandon a module after a diagnostic was reported.
+struct EmitError {};
+
+// Memory without device addresses (threadgroup, thread, and constant tables) is a typed SPIR-V variable; a pointer into
+// it is the variable (known statically) plus a byte offset (a u32 value).
+struct LogicalVariable {
+  Id variable = 0;
+  Id elementType = 0;          // the SPIR-V type of one element of the array the variable holds
+  llvm::Type* elementLLVM = nullptr;
+  unsigned elementBytes = 0;
+  spv::StorageClass storage = spv::StorageClass::Function;
+  bool atomic = false;
+};
+
+class Emitter {
+ public:
+  Emitter(llvm::Module& m, KernelReflection& r, const frontend::SourceMap& s, Diagnostics& d)
+      : module_(m), dl_(m.getDataLayout()), reflection_(r), sources_(s), diags_(d) {}
+
+  std::vector<uint32_t> run();
+
+  // --- diagnostics
+  [[noreturn]] void unsupported(const llvm::Instruction* at, const std::string& what);
+  [[noreturn]] void internalError(const llvm::Instruction* at, const std::string& what);
+
+  // --- types and values
+  Id typeOf(llvm::Type* t);
+  Id u32() { return b_.typeInt(32); }
+  Id u64() { return b_.typeInt(64); }
+  Id f32() { return b_.typeFloat(32); }
+  Id boolType() { return b_.typeBool(); }
+  Id constU32(uint32_t v) { return b_.constant(u32(), v); }
+  Id value(const llvm::Value* v);
+  Id constantValue(const llvm::Constant* c);
+  void define(const llvm::Value* v, Id id);  // binds an emitted result to an LLVM value
+  Id resultId(const llvm::Value* v);         // the id an instruction's result must use
+  bool isLogicalPointer(const llvm::Value* v);
+  const llvm::Value* baseOf(const llvm::Value* v);
+  Id emitOp(const llvm::Instruction& i);
+
+  // --- numeric helpers
+  Id splatLike(llvm::Type* like, Id scalar);  // a constant of `like`'s shape
+  Id intConst(llvm::Type* t, uint64_t v);
+  Id bfloatToFloat(Id v, llvm::Type* bfType);
+  Id floatToBfloat(Id v, llvm::Type* bfType);
+  llvm::Type* withElement(llvm::Type* t, llvm::Type* elem);
+  Id glsl(Id type, uint32_t inst, const std::vector<Id>& args);
+
+  // --- memory
+  Id load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, uint64_t align);
+  void store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id valueId, uint64_t align);
+  Id physicalPointer(Id address, Id pointeeType);
+  Id logicalElementPointer(const LogicalVariable& var, Id elementIndex);
+  LogicalVariable& logicalVariable(const llvm::Instruction* at, const llvm::Value* base);
+  Id atomicPointer(const llvm::Instruction* at, const llvm::Value* ptr, llvm::Type* t, uint32_t* scope);
+
+  // --- calls
+  Id emitCall(const llvm::CallInst& call);
+  Id emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id);
+  Id emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& name);
+  Id emitPseudoIntrinsic(const llvm::CallInst& call, llvm::StringRef name);
+  Id builtinInput(spv::BuiltIn builtin, Id type);
+  Id pushConstant(uint32_t offset, Id type);
+  Id laneId();
+  Id subgroupSize();
+  void useSubgroups(spv::Capability c);
+
+  // state
+  llvm::Module& module_;
+  const llvm::DataLayout& dl_;
+  KernelReflection& reflection_;
+  const frontend::SourceMap& sources_;
+  Diagnostics& diags_;
+  Builder b_;
+  llvm::DenseMap<const llvm::Value*, Id> ids_;
+  llvm::DenseMap<const llvm::Value*, bool> defined_;
+  llvm::DenseMap<const llvm::BasicBlock*, Id> labels_;
+  llvm::DenseMap<const llvm::Value*, const llvm::Value*> bases_;  // logical pointer -> its variable (or null)
+  std::map<const llvm::Value*, LogicalVariable> logicalVars_;
+  std::map<const llvm::Type*, Id> types_;
+  std::map<spv::BuiltIn, Id> builtins_;
+  std::map<uint32_t, Id> specConstants_;
+  std::vector<Id> interface_;
+  Id pushBlock_ = 0;
+  std::map<uint32_t, uint32_t> pushMembers_;  // offset -> member index
+  Id workgroupSize_ = 0;
+  bool usesSubgroups_ = false;
+  const llvm::Instruction* current_ = nullptr;
+};
+
+}  // namespace m2v::spirv

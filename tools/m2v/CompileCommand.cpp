@@ -1,0 +1,83 @@
+// m2v compile: .metal in, one SPIR-V module and one reflection JSON per entry point out.
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "Commands.h"
+#include "Emitter.h"
+#include "metal2vk/compiler.h"
+
+namespace m2v::cli {
+
+int compileCommand(const Args& args) {
+  CompileOptions options;
+  std::string input, outDir;
+  bool json = false, assembly = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const char* flag) -> const std::string* {
+      if (i + 1 >= args.size()) return nullptr;
+      (void)flag;
+      return &args[++i];
+    };
+    if (a == "-o" || a == "--entry" || a == "-I" || a == "-D") {
+      const std::string* v = value(a.c_str());
+      if (!v) return usageError("compile", a + " needs a value");
+      if (a == "-o") outDir = *v;
+      else if (a == "--entry") options.entries.push_back(*v);
+      else if (a == "-I") options.includeDirs.push_back(*v);
+      else {
+        size_t eq = v->find('=');
+        options.defines.emplace_back(v->substr(0, eq), eq == std::string::npos ? "" : v->substr(eq + 1));
+      }
+    } else if (a.rfind("-I", 0) == 0 && a.size() > 2) {
+      options.includeDirs.push_back(a.substr(2));
+    } else if (a.rfind("-D", 0) == 0 && a.size() > 2) {
+      size_t eq = a.find('=');
+      options.defines.emplace_back(a.substr(2, eq - 2), eq == std::string::npos ? "" : a.substr(eq + 1));
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--asm") {
+      assembly = true;
+    } else if (a == "--ir") {
+      options.keepLoweredIR = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return usageError("compile", "unknown option '" + a + "'");
+    } else if (input.empty()) {
+      input = a;
+    } else {
+      return usageError("compile", "more than one input file");
+    }
+  }
+  if (input.empty()) return usageError("compile", "no input file");
+
+  CompileResult result = compileFile(input, options);
+  std::cerr << result.diagnostics.format();
+  bool writeFiles = !outDir.empty() || (!json && !assembly && !options.keepLoweredIR);
+  if (outDir.empty()) outDir = ".";
+  if (writeFiles && !result.kernels.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(outDir)) {
+      std::cerr << "m2v compile: cannot create " << outDir << ": " << ec.message() << "\n";
+      return 1;
+    }
+  }
+  for (const CompiledKernel& k : result.kernels) {
+    if (json) std::cout << toJson(k.reflection) << "\n";
+    if (options.keepLoweredIR) std::cout << k.loweredIR;
+    if (assembly) std::cout << spirv::disassembleModule(k.spirv);
+    if (!writeFiles) continue;
+    std::string base = outDir + "/" + k.reflection.entry;
+    std::ofstream spv(base + ".spv", std::ios::binary);
+    spv.write(reinterpret_cast<const char*>(k.spirv.data()), static_cast<std::streamsize>(k.spirv.size() * 4));
+    std::ofstream(base + ".json") << toJson(k.reflection) << "\n";
+    if (!spv) {
+      std::cerr << "m2v compile: cannot write " << base << ".spv\n";
+      return 1;
+    }
+  }
+  return static_cast<int>(result.status);
+}
+
+}  // namespace m2v::cli
