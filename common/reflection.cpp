@@ -59,6 +59,8 @@ std::string toJson(const KernelReflection& r, int indent) {
   j["threadgroup_memory"] = {{"static_bytes", r.staticThreadgroupBytes}, {"dynamic", dyn}};
   j["workgroup_size_spec_ids"] = {kWorkgroupSizeSpecBase, kWorkgroupSizeSpecBase + 1,
                                   kWorkgroupSizeSpecBase + 2};
+  j["nominal_threadgroup_size_spec_ids"] = {kNominalThreadgroupSpecBase, kNominalThreadgroupSpecBase + 1,
+                                            kNominalThreadgroupSpecBase + 2};
   j["required_subgroup_size"] = r.requiredSubgroupSize;
   j["capabilities"] = r.capabilities;
   j["extensions"] = r.extensions;

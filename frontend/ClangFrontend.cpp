@@ -217,10 +217,14 @@ std::string metalTypeName(clang::QualType t, const clang::PrintingPolicy& pp) {
   clang::QualType local = bare;
   local.removeLocalFastQualifiers();
   std::string name = local.getAsString(pp);
-  // Strip our internal spellings.
+  // Strip our internal spellings and use Metal's names for the builtin types.
   for (const char* ns : {"metal::", "__m2v::"}) {
     size_t pos;
     while ((pos = name.find(ns)) != std::string::npos) name.erase(pos, strlen(ns));
+  }
+  for (auto [from, to] : {std::pair<const char*, const char*>{"_Float16", "half"}, {"__bf16", "bfloat"}, {"_Bool", "bool"}}) {
+    size_t pos;
+    while ((pos = name.find(from)) != std::string::npos) name.replace(pos, strlen(from), to);
   }
   return quals + name;
 }
@@ -228,7 +232,8 @@ std::string metalTypeName(clang::QualType t, const clang::PrintingPolicy& pp) {
 class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollector> {
  public:
   KernelFactsCollector(clang::ASTContext& ctx, FrontendOutput& out, Diagnostics& diags, const SourceMap& sources)
-      : ctx_(ctx), out_(out), diags_(diags), sources_(sources), mangler_(ctx.createMangleContext()) {
+      : ctx_(ctx), out_(out), diags_(diags), sources_(sources), mangler_(ctx.createMangleContext()),
+        pp_(ctx.getPrintingPolicy()) {
     pp_.SuppressTagKeyword = true;
     pp_.FullyQualifiedName = false;
   }
@@ -361,7 +366,7 @@ class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollec
   Diagnostics& diags_;
   const SourceMap& sources_;
   std::unique_ptr<clang::MangleContext> mangler_;
-  clang::PrintingPolicy pp_{clang::LangOptions()};
+  clang::PrintingPolicy pp_;
   llvm::DenseSet<const clang::Decl*> seen_;
 };
 

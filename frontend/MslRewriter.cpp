@@ -125,12 +125,23 @@ class Rewriter {
         }
         continue;
       }
+ if (t.kind == TokKind::Number) {
+        // Metal's half literals: 1.0h, 2h, 1e-3H.
+        char last = t.text.back();
+        bool hex = t.text.size() > 1 && (t.text[1] == 'x' || t.text[1] == 'X');
+        if ((last == 'h' || last == 'H') && !hex)
+          replace(t.begin, t.end, "((half)" + std::string(t.text.substr(0, t.text.size() - 1)) + ")");
+        continue;
+      }
       if (t.kind != TokKind::Identifier) continue;
       if (t.text == "kernel" && next(i, "void")) {
         replace(t.begin, t.end, "__attribute__((annotate(\"m2v.kernel\")))");
       } else if (t.text == "threadgroup" && braceDepth > 0 && parenDepth == 0 && startsStatement(i) &&
                  !declaresPointer(i + 1)) {
+        // A static of class type in another address space cannot be default-constructed in C++; empty
+        // aggregate initialization constructs nothing (threadgroup memory starts undefined anyway).
         replace(t.begin, t.begin, "static ");
+        addEmptyInitializers(i + 1);
       } else if ((t.text == "device" || t.text == "constant" || t.text == "threadgroup" || t.text == "thread") &&
                  isMethodQualifier(i)) {
         replace(t.begin, t.end, std::string(t.end - t.begin, ' '));
@@ -182,6 +193,21 @@ class Rewriter {
       else if (angle <= 0 && (t == "*" || t == "&" || t == "&&")) return true;
     }
     return false;
+  }
+
+  // Inserts ` = {}` before each top-level `,` and the `;` of the declaration that starts at token `i`.
+  void addEmptyInitializers(size_t i) {
+    int depth = 0;
+    for (; i < toks_.size(); ++i) {
+      std::string_view t = toks_[i].text;
+      if (t == "(" || t == "[" || t == "{" || t == "<") ++depth;
+      else if (t == ")" || t == "]" || t == "}" || t == ">") --depth;
+      else if (depth == 0 && t == "=") return;  // already initialized (not valid Metal; let clang say so)
+      else if (depth == 0 && (t == "," || t == ";")) {
+        replace(toks_[i].begin, toks_[i].begin, " = {}");
+        if (t == ";") return;
+      }
+    }
   }
 
   // `void f() device {` / `T g(int) const threadgroup;` : an address-space qualifier on a method.

@@ -1,9 +1,7 @@
 // EntryABIPass: the kernel ABI of docs/ABI.md.
 //
 // `main` reads buffer addresses from the push-constant block (or from an argument buffer when they do not fit),
-// computes Metal's built-ins from Vulkan's, and calls the kernel. Metal's dispatchThreads makes partial threadgroups
-// at the grid's edge: their live threads are packed densely (thread_index_in_threadgroup < threads in this group) and
-// the rest of the workgroup runs no user code.
+// computes Metal's built-ins from Vulkan's, and calls the kernel.
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
@@ -72,42 +70,35 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
   auto* mainFn = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), false),
                                         llvm::GlobalValue::ExternalLinkage, "main", m);
   auto* entryBB = llvm::BasicBlock::Create(ctx, "entry", mainFn);
-  auto* runBB = llvm::BasicBlock::Create(ctx, "in_grid", mainFn);
-  auto* exitBB = llvm::BasicBlock::Create(ctx, "exit", mainFn);
   llvm::IRBuilder<> b(entryBB);
 
+  // Every invocation is a Metal thread: the runtime dispatches partial edge threadgroups as their own regions with
+  // their own workgroup size (docs/ABI.md), so there is nothing to mask here.
   llvm::Value* grid = callPseudo(b, pseudo::kPushGrid, v3);
   llvm::Value* tg = callPseudo(b, pseudo::kWorkgroupSize, v3);
+  llvm::Value* nominal = callPseudo(b, pseudo::kNominalThreadgroupSize, v3);
   llvm::Value* wg = callPseudo(b, std::string(pseudo::kBuiltinPrefix) + "workgroup_id", v3);
   llvm::Value* L = callPseudo(b, std::string(pseudo::kBuiltinPrefix) + "local_invocation_index", i32);
-  llvm::Value* origin = b.CreateMul(wg, tg);
-  llvm::Value* partial = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, tg, b.CreateSub(grid, origin));
+  llvm::Value* pos = callPseudo(b, std::string(pseudo::kBuiltinPrefix) + "local_invocation_id", v3);
   auto comp = [&](llvm::Value* v, unsigned i) { return b.CreateExtractElement(v, uint64_t(i)); };
-  llvm::Value* px = comp(partial, 0);
-  llvm::Value* pxy = b.CreateMul(px, comp(partial, 1));
-  llvm::Value* count = b.CreateMul(pxy, comp(partial, 2));
-  b.CreateCondBr(b.CreateICmpULT(L, count), runBB, exitBB);
-
-  b.SetInsertPoint(runBB);
-  llvm::Value* pos = llvm::PoisonValue::get(v3);
-  pos = b.CreateInsertElement(pos, b.CreateURem(L, px), uint64_t(0));
-  pos = b.CreateInsertElement(pos, b.CreateURem(b.CreateUDiv(L, px), comp(partial, 1)), uint64_t(1));
-  pos = b.CreateInsertElement(pos, b.CreateUDiv(L, pxy), uint64_t(2));
-  llvm::Value* tgTotal = b.CreateMul(b.CreateMul(comp(tg, 0), comp(tg, 1)), comp(tg, 2));
+  auto product = [&](llvm::Value* v) { return b.CreateMul(b.CreateMul(comp(v, 0), comp(v, 1)), comp(v, 2)); };
+  llvm::Value* count = product(tg);
+  llvm::Value* nominalTotal = product(nominal);
   auto builtinCall = [&](const char* name, llvm::Type* t) {
     return callPseudo(b, std::string(pseudo::kBuiltinPrefix) + name, t);
   };
   auto ceilDiv = [&](llvm::Value* a, llvm::Value* d) {
-    return b.CreateUDiv(b.CreateAdd(a, b.CreateSub(d, llvm::ConstantInt::get(i32, 1))), d);
+    llvm::Value* one = a->getType()->isVectorTy() ? llvm::ConstantInt::get(v3, 1) : llvm::ConstantInt::get(i32, 1);
+    return b.CreateUDiv(b.CreateAdd(a, b.CreateSub(d, one)), d);
   };
 
   auto builtinValue = [&](const std::string& n) -> llvm::Value* {
-    if (n == "thread_position_in_grid") return b.CreateAdd(origin, pos);
+    if (n == "thread_position_in_grid") return b.CreateAdd(b.CreateMul(wg, nominal), pos);
     if (n == "thread_position_in_threadgroup") return pos;
     if (n == "threadgroup_position_in_grid") return wg;
-    if (n == "threads_per_threadgroup") return partial;
-    if (n == "dispatch_threads_per_threadgroup") return tg;
-    if (n == "threadgroups_per_grid") return builtinCall("num_workgroups", v3);
+    if (n == "threads_per_threadgroup") return tg;
+    if (n == "dispatch_threads_per_threadgroup") return nominal;
+    if (n == "threadgroups_per_grid") return ceilDiv(grid, nominal);
     if (n == "threads_per_grid" || n == "grid_size" || n == "dispatch_threads_per_grid") return grid;
     if (n == "grid_origin") return llvm::Constant::getNullValue(v3);
     if (n == "thread_index_in_threadgroup") return L;
@@ -116,11 +107,11 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
     if (n == "threads_per_simdgroup" || n == "thread_execution_width" || n == "simdgroup_size")
       return builtinCall("subgroup_size", i32);
     if (n == "simdgroups_per_threadgroup") return ceilDiv(count, builtinCall("subgroup_size", i32));
-    if (n == "dispatch_simdgroups_per_threadgroup") return ceilDiv(tgTotal, builtinCall("subgroup_size", i32));
+    if (n == "dispatch_simdgroups_per_threadgroup") return ceilDiv(nominalTotal, builtinCall("subgroup_size", i32));
     if (n == "quadgroup_index_in_threadgroup") return b.CreateUDiv(L, llvm::ConstantInt::get(i32, 4));
     if (n == "thread_index_in_quadgroup") return b.CreateURem(L, llvm::ConstantInt::get(i32, 4));
     if (n == "quadgroups_per_threadgroup") return ceilDiv(count, llvm::ConstantInt::get(i32, 4));
-    if (n == "dispatch_quadgroups_per_threadgroup") return ceilDiv(tgTotal, llvm::ConstantInt::get(i32, 4));
+    if (n == "dispatch_quadgroups_per_threadgroup") return ceilDiv(nominalTotal, llvm::ConstantInt::get(i32, 4));
     if (n == "quadgroup_size") return llvm::ConstantInt::get(i32, 4);
     return nullptr;
   };
@@ -202,8 +193,6 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
   }
   llvm::CallInst* call = b.CreateCall(kernel, args);
   call->setCallingConv(kernel->getCallingConv());  // clang's spir_func: a mismatch would make the call UB
-  b.CreateBr(exitBB);
-  b.SetInsertPoint(exitBB);
   b.CreateRetVoid();
 
   kernel->setLinkage(llvm::GlobalValue::InternalLinkage);

@@ -24,6 +24,7 @@ namespace pseudo {
 inline constexpr const char* kPushI64 = "m2v.push.i64";        // i64 (i32 offset)
 inline constexpr const char* kPushGrid = "m2v.push.grid";      // <3 x i32> ()
 inline constexpr const char* kWorkgroupSize = "m2v.workgroup_size";  // <3 x i32> ()
+inline constexpr const char* kNominalThreadgroupSize = "m2v.nominal_threadgroup_size";  // <3 x i32> ()
 inline constexpr const char* kSpecPrefix = "m2v.spec.";        // T (i32 spec id), one per type
 inline constexpr const char* kBuiltinPrefix = "m2v.builtin.";  // workgroup_id, local_invocation_id, ...
 inline constexpr const char* kDynamicThreadgroupMD = "m2v.dynamic_threadgroup";  // !{i32 index} on AS3 globals

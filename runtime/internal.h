@@ -106,7 +106,8 @@ struct KernelObject {
 
   // Pipeline for one specialisation; created on first use and cached device-wide. Throws UsageError when the
   // threadgroup does not fit the pipeline (size limits, threadgroup memory, subgroups per workgroup).
-  VkPipeline pipelineFor(const Size3& threadgroup, const std::vector<std::pair<uint32_t, ConstantValue>>& constants,
+  // `threadgroup` is the workgroup size of this dispatch region; `nominal` the threadgroup size the host asked for.
+  VkPipeline pipelineFor(const Size3& threadgroup, const Size3& nominal, const std::vector<std::pair<uint32_t, ConstantValue>>& constants,
                          const std::vector<std::pair<uint32_t, uint32_t>>& threadgroupLengths,
                          VkPipelineLayout* layout);
 };

@@ -221,7 +221,7 @@ const KernelReflection& Kernel::reflection() const {
   return object_->reflection;
 }
 
-VkPipeline KernelObject::pipelineFor(const Size3& tg, const std::vector<std::pair<uint32_t, ConstantValue>>& constants,
+VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, const std::vector<std::pair<uint32_t, ConstantValue>>& constants,
                                      const std::vector<std::pair<uint32_t, uint32_t>>& threadgroupLengths,
                                      VkPipelineLayout* layout) {
   const DeviceInfo& info = device->info;
@@ -237,6 +237,8 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const std::vector<std::pai
   };
   const uint32_t wg[3] = {tg.x, tg.y, tg.z};
   for (uint32_t i = 0; i < 3; ++i) add(kWorkgroupSizeSpecBase + i, &wg[i], 4);
+  const uint32_t nominalSize[3] = {nominal.x, nominal.y, nominal.z};
+  for (uint32_t i = 0; i < 3; ++i) add(kNominalThreadgroupSpecBase + i, &nominalSize[i], 4);
 
   for (const FunctionConstant& fc : reflection.functionConstants) {
     auto it = std::find_if(constants.begin(), constants.end(), [&](const auto& c) { return c.first == fc.index; });
@@ -278,6 +280,7 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const std::vector<std::pai
       VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
   subgroupSize.requiredSubgroupSize = reflection.requiredSubgroupSize;
   VkComputePipelineCreateInfo pipelineInfo{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  pipelineInfo.flags = VK_PIPELINE_CREATE_DISPATCH_BASE_BIT;  // edge regions start at a workgroup offset
   pipelineInfo.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   pipelineInfo.stage.pNext = reflection.requiredSubgroupSize ? &subgroupSize : nullptr;
   pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;

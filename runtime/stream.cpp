@@ -306,6 +306,7 @@ struct StreamState {
     info.semaphoreCount = 1;
     info.pSemaphores = &semaphore;
     info.pValues = &value;
+    stats.hostWaits++;
     VkResult r = vkWaitSemaphores(vk(), &info, uint64_t(device->timeoutMs) * 1000000ull);
     if (r == VK_TIMEOUT) {
       std::string what = "GPU work did not finish within " + std::to_string(device->timeoutMs) +
@@ -344,7 +345,7 @@ struct StreamState {
     if (!pipelineValid || tg.x != pipelineThreadgroup.x || tg.y != pipelineThreadgroup.y ||
         tg.z != pipelineThreadgroup.z) {
       validateThreadgroup(tg);
-      pipeline = k.pipelineFor(tg, constants, threadgroupLengths, &pipelineLayout);
+      pipeline = k.pipelineFor(tg, tg, constants, threadgroupLengths, &pipelineLayout);
       pipelineThreadgroup = tg;
       pipelineValid = true;
     }
@@ -396,7 +397,32 @@ struct StreamState {
     vkCmdPushConstants(cmd, pipelineLayout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.reflection.pushConstantSize, push);
     const bool timed = bool(batch.queries);
     if (timed) vkCmdWriteTimestamp2(cmd, VK_PIPELINE_STAGE_2_TOP_OF_PIPE_BIT, batch.queries.get(), 2 * batch.dispatches);
-    vkCmdDispatch(cmd, groups.x, groups.y, groups.z);
+    // Metal's partial edge threadgroups: each dimension splits into its full groups and one partial group, and each
+    // region runs with a workgroup exactly its threadgroup's size (docs/ABI.md), so no invocation is out of the grid.
+    const uint32_t full[3] = {grid.x / tg.x, grid.y / tg.y, grid.z / tg.z};
+    const uint32_t rest[3] = {grid.x % tg.x, grid.y % tg.y, grid.z % tg.z};
+    const uint32_t size[3] = {tg.x, tg.y, tg.z};
+    if (!rest[0] && !rest[1] && !rest[2]) {
+      vkCmdDispatch(cmd, groups.x, groups.y, groups.z);
+    } else {
+      for (uint32_t region = 0; region < 8; ++region) {
+        uint32_t base[3], count[3], local[3];
+        bool empty = false;
+        for (int d = 0; d < 3; ++d) {
+          bool edge = region & (1u << d);
+          base[d] = edge ? full[d] : 0;
+          count[d] = edge ? (rest[d] ? 1 : 0) : full[d];
+          local[d] = edge ? rest[d] : size[d];
+          empty = empty || count[d] == 0;
+        }
+        if (empty) continue;
+        VkPipeline regionPipeline =
+            k.pipelineFor({local[0], local[1], local[2]}, tg, constants, threadgroupLengths, &pipelineLayout);
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, regionPipeline);
+        vkCmdDispatchBase(cmd, base[0], base[1], base[2], count[0], count[1], count[2]);
+      }
+      boundPipeline = VK_NULL_HANDLE;  // the region pipelines replaced it
+    }
     if (timed) {
       vkCmdWriteTimestamp2(cmd, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, batch.queries.get(), 2 * batch.dispatches + 1);
       batch.timings.push_back({k.reflection.entry, dispatchSequence});

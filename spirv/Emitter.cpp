@@ -1011,6 +1011,9 @@ std::vector<uint32_t> Emitter::run() {
     std::vector<Id> wgs;
     for (uint32_t k = 0; k < 3; ++k) wgs.push_back(b_.specConstant(u32(), 1, kWorkgroupSizeSpecBase + k));
     workgroupSize_ = b_.specConstantComposite(b_.typeVector(u32(), 3), wgs);
+    std::vector<Id> nominal;
+    for (uint32_t k = 0; k < 3; ++k) nominal.push_back(b_.specConstant(u32(), 1, kNominalThreadgroupSpecBase + k));
+    nominalSize_ = b_.specConstantComposite(b_.typeVector(u32(), 3), nominal);
 
     Id voidType = b_.typeVoid();
     Id fnType = b_.typeFunction(voidType, {});

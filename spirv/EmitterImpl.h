@@ -104,6 +104,7 @@ class Emitter {
   Id pushBlock_ = 0;
   std::map<uint32_t, uint32_t> pushMembers_;  // offset -> member index
   Id workgroupSize_ = 0;
+  Id nominalSize_ = 0;
   bool usesSubgroups_ = false;
   const llvm::Instruction* current_ = nullptr;
 };

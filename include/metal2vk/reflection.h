@@ -10,7 +10,8 @@ namespace m2v {
 
 // Specialization-constant ids fixed by the ABI.
 inline constexpr uint32_t kFunctionConstantDefinedSpecBase = 65536;
-inline constexpr uint32_t kWorkgroupSizeSpecBase = 131072;
+inline constexpr uint32_t kWorkgroupSizeSpecBase = 131072;          // this dispatch's workgroup size
+inline constexpr uint32_t kNominalThreadgroupSpecBase = 131075;     // the threadgroup size the host asked for
 inline constexpr uint32_t kThreadgroupLengthSpecBase = 131088;
 inline constexpr uint32_t kPushConstantLimit = 128;
 inline constexpr uint32_t kPushGridOffset = 0;

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace metal2vk {
+namespace m2v {
 
 // m2v review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE] [--fail-on SEVERITY]
 //   TARGET: FILE | FUNCTION | CLASS | SYMBOL | --diff FILE | --commit SHA | A..B (git range)
@@ -13,4 +13,4 @@ namespace metal2vk {
 // errors.
 int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-}  // namespace metal2vk
+}  // namespace m2v

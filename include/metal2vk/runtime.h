@@ -270,6 +270,7 @@ class Stream {
     uint64_t dispatches = 0;
     uint64_t barriers = 0;     // pipeline barriers inserted for hazards
     uint64_t submissions = 0;  // vkQueueSubmit2 calls
+    uint64_t hostWaits = 0;    // blocking waits on the timeline (vkWaitSemaphores): only synchronize/wait/readback
   };
   Stats stats() const;
 

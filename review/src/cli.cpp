@@ -13,7 +13,7 @@
 namespace fs = std::filesystem;
 using namespace m2v::review;
 
-namespace metal2vk {
+namespace m2v {
 
 static const char* kUsage =
     "usage: m2v review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE]\n"
@@ -153,4 +153,4 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
   return 0;
 }
 
-}  // namespace metal2vk
+}  // namespace m2v

@@ -23,7 +23,7 @@ static int failures = 0;
 
 static int review(std::vector<std::string> args, json& j, std::string* text = nullptr) {
   std::ostringstream out, err;
-  int rc = metal2vk::runReviewCli(args, out, err);
+  int rc = m2v::runReviewCli(args, out, err);
   if (text) *text = out.str() + err.str();
   if (rc == 0 || rc == 1) {
     try {

@@ -5,5 +5,5 @@
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  return metal2vk::runReviewCli(args, std::cout, std::cerr);
+  return m2v::runReviewCli(args, std::cout, std::cerr);
 }

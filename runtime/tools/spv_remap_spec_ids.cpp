@@ -8,7 +8,7 @@
 
 static uint32_t remap(uint32_t id) {
   if (id >= 1000 && id < 1100) return 65536 + (id - 1000);
-  if (id >= 1100 && id < 1103) return 131072 + (id - 1100);
+  if (id >= 1100 && id < 1106) return 131072 + (id - 1100);  // workgroup size, then the nominal threadgroup size
   if (id >= 1200 && id < 1300) return 131088 + (id - 1200);
   return id;
 }

@@ -9,6 +9,8 @@ namespace m2v::cli {
 using Args = std::vector<std::string>;
 
 int compileCommand(const Args& args);
+int runCommand(const Args& args);       // RunCommand.cpp
+int examplesCommand(const Args& args);  // RunCommand.cpp (bundled examples/, CPU-checked)
 
 // Usage errors share one format and exit code (2).
 int usageError(const std::string& command, const std::string& message);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "Commands.h"
+#include "metal2vk/review.h"
 
 namespace m2v::cli {
 
@@ -22,6 +23,18 @@ const char* kUsage = R"(usage: m2v <command> [options]
 commands:
   compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [--json] [--asm] [--ir]
       Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json).
+  run FILE.metal --entry NAME --grid X[,Y,Z] | --groups X[,Y,Z]  --threadgroup X[,Y,Z] --arg INDEX=SPEC...
+      [--out INDEX=FILE]... [--time] [--repeat N] [--device SEL] [--fc INDEX=VALUE]... [--tgmem INDEX=BYTES]...
+      [-I DIR]... [-D NAME[=VALUE]]... [--seed S]
+      Compile one kernel and run it (--grid: dispatchThreads, --groups: dispatchThreadgroups). SPEC is
+      DTYPE:COUNT:rand | DTYPE:COUNT:const:V | DTYPE:COUNT:iota | DTYPE:COUNT:zero | DTYPE:file:PATH | DTYPE:scalar:V
+      with DTYPE one of f32 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64 bool. Writable buffers are summarised unless
+      --out writes them (raw bytes); --time prints GPU time per dispatch. The device goes to stderr.
+  examples [--device SEL] [--filter SUBSTR] [--dir DIR]
+      Compile and run the bundled example kernels, check each against its CPU reference and print a table.
+  review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE] [--fail-on SEVERITY]
+      Review a Vulkan compute backend for async-pipeline hazards. TARGET: a file, function, class or symbol,
+      --diff FILE, --commit SHA or a git range A..B.
   help
       Show this text.
 
@@ -35,6 +48,9 @@ int main(int argc, char** argv) {
   using namespace m2v::cli;
   std::map<std::string, std::function<int(const Args&)>> commands = {
       {"compile", compileCommand},
+      {"review", [](const Args& a) { return m2v::runReviewCli(a, std::cout, std::cerr); }},
+      {"run", runCommand},
+      {"examples", examplesCommand},
   };
   if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     std::cout << kUsage;

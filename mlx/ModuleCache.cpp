@@ -1,0 +1,203 @@
+// Compiled-module cache of the MLX front door: memory, then disk, then the compiler.
+//
+// Disk entries live in <cache dir>/mlx/<sha256>.m2vmod, one file per module:
+//   "M2VMOD01" | u64 json bytes | reflection JSON | u64 SPIR-V words | words
+// written to a unique temporary file in the same directory and renamed into place (atomic on POSIX), so
+// concurrent processes either see a complete entry or none; an unreadable entry is recompiled and replaced.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <unistd.h>
+#include <unordered_map>
+
+#include "EmbeddedHeaders.h"
+#include "Sha256.h"
+#include "metal2vk/compiler.h"
+#include "metal2vk/mlx.h"
+
+namespace fs = std::filesystem;
+
+namespace m2v::mlx {
+
+namespace {
+
+constexpr char kMagic[8] = {'M', '2', 'V', 'M', 'O', 'D', '0', '1'};
+
+struct CacheState {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<const CompiledModule>> modules;
+  CacheStats stats;
+};
+
+CacheState& state() {
+  static CacheState s;
+  return s;
+}
+
+// Hash of the embedded metal_stdlib headers (the prelude included): generated code depends on them.
+const std::string& headersHash() {
+  static const std::string h = [] {
+    Sha256 sha;
+    for (const auto& f : frontend::embeddedHeaders()) {
+      sha.field(f.path);
+      sha.field(f.contents);
+    }
+    return sha.hex();
+  }();
+  return h;
+}
+
+CompileOptions optionsFor(const Assembly& a) {
+  CompileOptions o;
+  o.entries = {a.kernelName};
+  o.validate = true;
+  return o;
+}
+
+std::string optionsText(const CompileOptions& o) {
+  std::string s;
+  for (const auto& e : o.entries) s += "entry=" + e + ";";
+  for (const auto& d : o.includeDirs) s += "I=" + d + ";";
+  for (const auto& [k, v] : o.defines) s += "D=" + k + "=" + v + ";";
+  s += o.validate ? "validate;" : "";
+  return s;
+}
+
+std::optional<CompiledModule> readEntry(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  char magic[8];
+  uint64_t jsonBytes = 0, words = 0;
+  if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0) return std::nullopt;
+  if (!in.read(reinterpret_cast<char*>(&jsonBytes), 8) || jsonBytes > (64u << 20)) return std::nullopt;
+  std::string json(jsonBytes, '\0');
+  if (!in.read(json.data(), std::streamsize(jsonBytes))) return std::nullopt;
+  if (!in.read(reinterpret_cast<char*>(&words), 8) || words > (256u << 20)) return std::nullopt;
+  CompiledModule m;
+  m.spirv.resize(words);
+  if (!in.read(reinterpret_cast<char*>(m.spirv.data()), std::streamsize(words * 4))) return std::nullopt;
+  if (in.peek() != std::char_traits<char>::eof()) return std::nullopt;
+  auto r = reflectionFromJson(json);
+  if (!r) return std::nullopt;
+  m.reflection = std::move(*r);
+  if (m.spirv.empty() || m.spirv[0] != 0x07230203u) return std::nullopt;
+  return m;
+}
+
+bool writeEntry(const fs::path& path, const CompiledModule& m) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  std::random_device rd;
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return false;
+    std::string json = toJson(m.reflection);
+    uint64_t jsonBytes = json.size(), words = m.spirv.size();
+    out.write(kMagic, 8);
+    out.write(reinterpret_cast<const char*>(&jsonBytes), 8);
+    out.write(json.data(), std::streamsize(json.size()));
+    out.write(reinterpret_cast<const char*>(&words), 8);
+    out.write(reinterpret_cast<const char*>(m.spirv.data()), std::streamsize(words * 4));
+    out.flush();
+    if (!out) {
+      out.close();
+      fs::remove(tmp, ec);
+      return false;
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string moduleCacheDirectory() {
+  const char* env = std::getenv("M2V_CACHE_DIR");
+  if (env && *env) {
+    if (std::string(env) == "-") return {};
+    return (fs::path(env) / "mlx").string();
+  }
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) return {};
+  return (fs::path(home) / ".cache" / "metal2vk" / "mlx").string();
+}
+
+std::string cacheKey(const Assembly& assembly) {
+  Sha256 sha;
+  sha.field("m2v-mlx-module-1");
+  sha.field(compilerVersion());
+  sha.field(headersHash());
+  sha.field(optionsText(optionsFor(assembly)));
+  sha.field(compilerInput(assembly));
+  return sha.hex();
+}
+
+std::shared_ptr<const CompiledModule> compileCached(const Assembly& assembly) {
+  CacheState& st = state();
+  const std::string key = cacheKey(assembly);
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    auto it = st.modules.find(key);
+    if (it != st.modules.end()) {
+      st.stats.memoryHits++;
+      return it->second;
+    }
+  }
+  const std::string dir = moduleCacheDirectory();
+  const fs::path file = dir.empty() ? fs::path() : fs::path(dir) / (key + ".m2vmod");
+  std::shared_ptr<const CompiledModule> module;
+  bool fromDisk = false;
+  if (!dir.empty()) {
+    if (auto m = readEntry(file)) {
+      module = std::make_shared<const CompiledModule>(std::move(*m));
+      fromDisk = true;
+    }
+  }
+  if (!module) {
+    CompileOptions options = optionsFor(assembly);
+    CompileResult r = compileSource(compilerInput(assembly), assembly.kernelName + ".metal", options);
+    if (r.status != Status::Ok) throw CompileError(r.status, r.diagnostics.format(), assembly.kernelName);
+    const CompiledKernel* found = nullptr;
+    for (const auto& k : r.kernels)
+      if (k.reflection.entry == assembly.kernelName) found = &k;
+    if (!found)
+      throw CompileError(Status::UserError,
+                         "error: the compiled source has no kernel named '" + assembly.kernelName + "'\n",
+                         assembly.kernelName);
+    auto m = std::make_shared<CompiledModule>();
+    m->reflection = found->reflection;
+    m->spirv = found->spirv;
+    module = m;
+    bool wrote = !dir.empty() && writeEntry(file, *module);
+    std::lock_guard<std::mutex> lock(st.mutex);
+    st.stats.compiles++;
+    if (wrote) st.stats.diskWrites++;
+  }
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (fromDisk) st.stats.diskHits++;
+  auto [it, inserted] = st.modules.emplace(key, module);
+  return it->second;
+}
+
+CacheStats cacheStats() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().stats;
+}
+
+void clearMemoryCache() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().modules.clear();
+}
+
+}  // namespace m2v::mlx

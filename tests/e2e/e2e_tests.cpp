@@ -1,0 +1,1131 @@
+// End-to-end tests: Metal kernels (kernels/*.metal) compiled by `m2v compile` at build time, run with m2v_runtime,
+// checked against C++ references written from each kernel's meaning.
+//
+// Modules are read from $M2V_E2E_MODULES, else from modules/ next to this binary. Seeds: $M2V_E2E_SEED fixes the
+// base seed (printed by every test); otherwise each run draws fresh inputs.
+// Kernels that need 32-wide simdgroups skip (with the reason) on devices that refuse them; with
+// M2V_EXPECT_SUBGROUP_REFUSAL=1 they must be refused instead.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "host_types.h"
+#include "metal2vk/runtime.h"
+
+namespace fs = std::filesystem;
+using namespace m2v;
+using m2v::host::bfloatToFloat;
+using m2v::host::floatToBfloat;
+using m2v::host::floatToHalf;
+using m2v::host::halfToFloat;
+using m2v::host::roundBfloat;
+using m2v::host::roundHalf;
+
+namespace {
+
+fs::path modulesDir() {
+  if (const char* env = std::getenv("M2V_E2E_MODULES"); env && *env) return env;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path("modules") : exe.parent_path() / "modules";
+}
+
+bool expectRefusal() {
+  const char* v = std::getenv("M2V_EXPECT_SUBGROUP_REFUSAL");
+  return v && std::string(v) == "1";
+}
+
+std::string readText(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The compile logs of every kernel file that failed (shown when a module is missing).
+std::string compileFailures() {
+  std::string all;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(modulesDir(), ec)) {
+    if (entry.path().extension() != ".log") continue;
+    std::string text = readText(entry.path());
+    if (text.find("exit code: 0\n") == std::string::npos) all += text + "\n";
+  }
+  return all;
+}
+
+struct Module {
+  std::vector<uint32_t> spirv;
+  KernelReflection reflection;
+};
+
+// Throws std::runtime_error with the compiler's log when the module is missing.
+Module loadModule(const std::string& name) {
+  fs::path dir = modulesDir();
+  fs::path spv = dir / (name + ".spv"), json = dir / (name + ".json");
+  if (!fs::exists(spv) || !fs::exists(json))
+    throw std::runtime_error("module '" + name + "' not found in " + dir.string() +
+                             " (the compiler did not produce it; compile logs of failed files follow)\n" +
+                             compileFailures());
+  std::string bytes = readText(spv);
+  Module m;
+  m.spirv.resize(bytes.size() / 4);
+  std::memcpy(m.spirv.data(), bytes.data(), m.spirv.size() * 4);
+  std::string error;
+  auto r = reflectionFromJson(readText(json), &error);
+  if (!r) throw std::runtime_error("bad reflection " + json.string() + ": " + error);
+  m.reflection = *r;
+  return m;
+}
+
+uint64_t baseSeed() {
+  static uint64_t seed = [] {
+    if (const char* env = std::getenv("M2V_E2E_SEED"); env && *env) return uint64_t(std::strtoull(env, nullptr, 0));
+    return uint64_t(std::random_device{}()) << 32 | std::random_device{}();
+  }();
+  return seed;
+}
+
+class E2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    device_ = std::make_unique<Device>();
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(info->test_suite_name()) + "." + info->name();
+    seed_ = baseSeed() ^ std::hash<std::string>{}(name);
+    rng_.seed(seed_);
+    std::cout << device_->describe() << "\nseed: M2V_E2E_SEED=" << baseSeed() << "\n";
+    stream_ = std::make_unique<Stream>(device_->createStream());
+  }
+  void TearDown() override {
+    stream_.reset();
+    if (!device_) return;
+    for (const std::string& m : device_->validationMessages()) ADD_FAILURE() << "validation: " << m;
+    EXPECT_EQ(device_->validationMessageCount(), 0u);
+  }
+
+  Device& device() { return *device_; }
+  Stream& stream() { return *stream_; }
+
+  Kernel load(const std::string& name) {
+    Module m = loadModule(name);
+    return device().createKernel(m.spirv, m.reflection);
+  }
+  // For kernels that need 32-wide simdgroups: returns the refusal message (empty when the kernel was created).
+  std::string tryLoad(const std::string& name, Kernel& out) {
+    Module m = loadModule(name);
+    EXPECT_EQ(m.reflection.requiredSubgroupSize, 32u) << name << " uses simd functions";
+    try {
+      out = device().createKernel(m.spirv, m.reflection);
+    } catch (const UnsupportedError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  std::vector<float> randFloats(size_t n, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng_);
+    return v;
+  }
+  template <typename T>
+  std::vector<T> randInts(size_t n, int64_t lo, int64_t hi) {
+    std::uniform_int_distribution<int64_t> d(lo, hi);
+    std::vector<T> v(n);
+    for (T& x : v) x = T(d(rng_));
+    return v;
+  }
+  template <typename T>
+  Buffer upload(const std::vector<T>& data) {
+    Buffer b = device().createBuffer(std::max<size_t>(data.size() * sizeof(T), 4));
+    stream().upload(b, 0, data.data(), data.size() * sizeof(T));
+    return b;
+  }
+  // Output buffer filled with 0xFF bytes (NaN / -1 / max) before the run.
+  Buffer poisoned(size_t bytes) {
+    Buffer b = device().createBuffer(bytes);
+    stream().fillBytes(b, 0, bytes, 0xff);
+    return b;
+  }
+  template <typename T>
+  std::vector<T> read(const Buffer& b, size_t n) {
+    std::vector<T> out(n);
+    stream().readback(b, 0, out.data(), n * sizeof(T));
+    return out;
+  }
+  std::vector<float> readHalf(const Buffer& b, size_t n) {
+    auto raw = read<uint16_t>(b, n);
+    std::vector<float> out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = halfToFloat(raw[i]);
+    return out;
+  }
+  std::vector<float> readBfloat(const Buffer& b, size_t n) {
+    auto raw = read<uint16_t>(b, n);
+    std::vector<float> out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = bfloatToFloat(raw[i]);
+    return out;
+  }
+
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Stream> stream_;
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
+
+// |got - want| <= rel * max(|want|, floor): per-dtype tolerance (f32 1e-5, f16 1e-3, bf16 1e-2).
+template <typename G, typename W>
+::testing::AssertionResult allClose(const std::vector<G>& got, const std::vector<W>& want, double rel,
+                                    double floor = 1.0) {
+  if (got.size() != want.size()) return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+  size_t bad = 0;
+  std::ostringstream msg;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double g = double(got[i]), w = double(want[i]);
+    double tol = rel * std::max(std::fabs(w), floor);
+    bool ok = std::isnan(w) ? std::isnan(g) : (std::fabs(g - w) <= tol);
+    if (!ok && bad++ < 8) msg << "\n  [" << i << "] got " << g << " want " << w << " (tol " << tol << ")";
+  }
+  if (bad) return ::testing::AssertionFailure() << bad << " of " << got.size() << " values differ:" << msg.str();
+  return ::testing::AssertionSuccess();
+}
+
+template <typename G, typename W>
+::testing::AssertionResult allEqual(const std::vector<G>& got, const std::vector<W>& want) {
+  if (got.size() != want.size()) return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+  size_t bad = 0;
+  std::ostringstream msg;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(got[i] == G(want[i])) && bad++ < 8) msg << "\n  [" << i << "] got " << +got[i] << " want " << +want[i];
+  if (bad) return ::testing::AssertionFailure() << bad << " of " << got.size() << " values differ:" << msg.str();
+  return ::testing::AssertionSuccess();
+}
+
+constexpr double kF32 = 1e-5, kF16 = 1e-3, kBF16 = 1e-2;
+
+// Loads a simd kernel or skips the test with the device's reason. With M2V_EXPECT_SUBGROUP_REFUSAL=1 the refusal
+// is the expected result (and creating the kernel is a failure).
+#define LOAD_SIMD_OR_SKIP(var, name)                                                                        \
+  Kernel var;                                                                                               \
+  {                                                                                                         \
+    std::string refusal_ = tryLoad(name, var);                                                              \
+    if (expectRefusal()) {                                                                                  \
+      EXPECT_FALSE(refusal_.empty()) << name << " was accepted on a device with "                           \
+                                     << device().info().subgroupSize << "-wide subgroups";                 \
+      if (!refusal_.empty()) std::cout << "refused as expected: " << refusal_ << "\n";                     \
+      return;                                                                                               \
+    }                                                                                                       \
+    if (!refusal_.empty()) GTEST_SKIP() << "device refuses 32-wide simdgroups: " << refusal_;              \
+  }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------------
+// Elementwise and casts
+
+TEST_F(E2E, ElementwiseF32) {
+  Kernel k = load("ew_f32");
+  const uint32_t n = 10007;
+  auto a = randFloats(n), b = randFloats(n), c = randFloats(n);
+  Buffer ba = upload(a), bb = upload(b), bc = upload(c), out = poisoned(n * 4), d = poisoned(n * 4);
+  stream().setKernel(k);
+  stream().setBuffer(ba, 0, 0);
+  stream().setBuffer(bb, 0, 1);
+  stream().setBuffer(bc, 0, 2);
+  stream().setBuffer(out, 0, 3);
+  stream().setBuffer(d, 0, 4);
+  stream().setBytes(&n, 4, 5);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  std::vector<double> wantOut(n), wantD(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    wantOut[i] = double(a[i]) * b[i] + c[i];
+    wantD[i] = wantOut[i] * 0.5 - a[i];
+  }
+  // a*b+c may be fused or not: allow an absolute error of a few ulps of the operands.
+  EXPECT_TRUE(allClose(read<float>(out, n), wantOut, kF32));
+  EXPECT_TRUE(allClose(read<float>(d, n), wantD, kF32));
+}
+
+TEST_F(E2E, ElementwiseF16) {
+  Kernel k = load("ew_f16");
+  const uint32_t n = 3001;
+  std::vector<uint16_t> a(n), b(n), c(n);
+  auto fa = randFloats(n, -4, 4), fb = randFloats(n, -4, 4), fc = randFloats(n, -4, 4);
+  for (uint32_t i = 0; i < n; ++i) a[i] = floatToHalf(fa[i]), b[i] = floatToHalf(fb[i]), c[i] = floatToHalf(fc[i]);
+  Buffer ba = upload(a), bb = upload(b), bc = upload(c), out = poisoned(n * 2);
+  stream().setKernel(k);
+  stream().setBuffer(ba, 0, 0);
+  stream().setBuffer(bb, 0, 1);
+  stream().setBuffer(bc, 0, 2);
+  stream().setBuffer(out, 0, 3);
+  stream().dispatchThreads({n, 1, 1}, {128, 1, 1});
+  std::vector<float> want(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    float p = roundHalf(halfToFloat(a[i]) * halfToFloat(b[i]));  // half * half rounds to half
+    want[i] = roundHalf(p + halfToFloat(c[i]));
+  }
+  EXPECT_TRUE(allClose(readHalf(out, n), want, kF16));
+}
+
+TEST_F(E2E, ElementwiseBf16) {
+  Kernel k = load("ew_bf16");
+  const uint32_t n = 2048;
+  std::vector<uint16_t> a(n), b(n);
+  auto fa = randFloats(n, -3, 3), fb = randFloats(n, -3, 3);
+  for (uint32_t i = 0; i < n; ++i) a[i] = floatToBfloat(fa[i]), b[i] = floatToBfloat(fb[i]);
+  Buffer ba = upload(a), bb = upload(b), out = poisoned(n * 2), mx = poisoned(n * 2);
+  stream().setKernel(k);
+  stream().setBuffer(ba, 0, 0);
+  stream().setBuffer(bb, 0, 1);
+  stream().setBuffer(out, 0, 2);
+  stream().setBuffer(mx, 0, 3);
+  stream().dispatchThreads({n, 1, 1}, {256, 1, 1});
+  std::vector<float> want(n), wantMax(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    want[i] = roundBfloat(bfloatToFloat(a[i]) * bfloatToFloat(b[i]) - 0.25f);
+    wantMax[i] = std::max(bfloatToFloat(a[i]), bfloatToFloat(b[i]));
+  }
+  EXPECT_TRUE(allClose(readBfloat(out, n), want, kBF16));
+  EXPECT_TRUE(allEqual(readBfloat(mx, n), wantMax));
+}
+
+TEST_F(E2E, Casts) {
+  Kernel k = load("casts");
+  const uint32_t n = 999;
+  auto f = randFloats(n, -100, 100);
+  auto ints = randInts<int32_t>(n, -1000000, 1000000);
+  auto u8 = randInts<uint8_t>(n, 0, 255);
+  Buffer bf = upload(f), bi = upload(ints), bu = upload(u8);
+  Buffer toHalf = poisoned(n * 2), halfBack = poisoned(n * 4), toInt = poisoned(n * 4), fromInt = poisoned(n * 4),
+         fromU8 = poisoned(n * 4), toBf = poisoned(n * 2);
+  stream().setKernel(k);
+  stream().setBuffer(bf, 0, 0);
+  stream().setBuffer(bi, 0, 1);
+  stream().setBuffer(bu, 0, 2);
+  stream().setBuffer(toHalf, 0, 3);
+  stream().setBuffer(halfBack, 0, 4);
+  stream().setBuffer(toInt, 0, 5);
+  stream().setBuffer(fromInt, 0, 6);
+  stream().setBuffer(fromU8, 0, 7);
+  stream().setBuffer(toBf, 0, 8);
+  stream().dispatchThreads({n, 1, 1}, {32, 1, 1});
+  std::vector<uint16_t> wantHalf(n), wantBf(n);
+  std::vector<float> wantBack(n), wantFromInt(n), wantFromU8(n);
+  std::vector<int32_t> wantInt(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    wantHalf[i] = floatToHalf(f[i]);  // conversions round to nearest even
+    wantBack[i] = halfToFloat(wantHalf[i]) + 1.0f;
+    wantInt[i] = int32_t(f[i] * 100.0f);  // truncation toward zero
+    wantFromInt[i] = float(ints[i]) * 0.5f;
+    wantFromU8[i] = float(u8[i]) / 255.0f;
+    wantBf[i] = floatToBfloat(f[i]);
+  }
+  EXPECT_TRUE(allEqual(read<uint16_t>(toHalf, n), wantHalf));
+  EXPECT_TRUE(allEqual(read<float>(halfBack, n), wantBack));
+  EXPECT_TRUE(allEqual(read<int32_t>(toInt, n), wantInt));
+  EXPECT_TRUE(allEqual(read<float>(fromInt, n), wantFromInt));
+  EXPECT_TRUE(allClose(read<float>(fromU8, n), wantFromU8, kF32));
+  EXPECT_TRUE(allEqual(read<uint16_t>(toBf, n), wantBf));
+}
+
+TEST_F(E2E, HalfMath) {
+  Kernel k = load("half_math");
+  const uint32_t n = 1500;
+  std::vector<uint16_t> x(n);
+  auto fx = randFloats(n);
+  for (uint32_t i = 0; i < n; ++i) x[i] = floatToHalf(fx[i]);
+  Buffer bx = upload(x), e = poisoned(n * 2), s = poisoned(n * 2), cl = poisoned(n * 2), f = poisoned(n * 2);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(e, 0, 1);
+  stream().setBuffer(s, 0, 2);
+  stream().setBuffer(cl, 0, 3);
+  stream().setBuffer(f, 0, 4);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  std::vector<double> we(n), ws(n), wc(n), wf(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    double v = halfToFloat(x[i]);
+    we[i] = std::exp(v);
+    ws[i] = std::sqrt(std::fabs(v));
+    wc[i] = std::clamp(double(roundHalf(float(v * 3.0))), -1.5, 2.0);
+    wf[i] = v * v + 0.5;
+  }
+  // Results are half: one rounding (2^-11 relative) plus the function's own error; 1e-3 relative is ~2 ulp.
+  EXPECT_TRUE(allClose(readHalf(e, n), we, kF16));
+  EXPECT_TRUE(allClose(readHalf(s, n), ws, kF16));
+  EXPECT_TRUE(allClose(readHalf(cl, n), wc, kF16));
+  EXPECT_TRUE(allClose(readHalf(f, n), wf, kF16));
+}
+
+TEST_F(E2E, BfloatMath) {
+  Kernel k = load("bfloat_math");
+  const uint32_t n = 1000;
+  auto fx = randFloats(n, -6, 6);
+  std::vector<uint16_t> x(n);
+  for (uint32_t i = 0; i < n; ++i) x[i] = floatToBfloat(fx[i]);
+  Buffer bx = upload(x), sig = poisoned(n * 2), silu = poisoned(n * 2);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(sig, 0, 1);
+  stream().setBuffer(silu, 0, 2);
+  stream().dispatchThreads({n, 1, 1}, {100, 1, 1});
+  std::vector<double> ws(n), wsilu(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    double v = bfloatToFloat(x[i]);
+    ws[i] = 1.0 / (1.0 + std::exp(-v));
+    wsilu[i] = v * ws[i];
+  }
+  EXPECT_TRUE(allClose(readBfloat(sig, n), ws, kBF16));
+  EXPECT_TRUE(allClose(readBfloat(silu, n), wsilu, kBF16, 0.05));
+}
+
+TEST_F(E2E, IntegerWidths) {
+  Kernel k = load("int_ops");
+  const uint32_t n = 777;
+  auto c8 = randInts<int8_t>(n, -128, 127);
+  auto s16 = randInts<int16_t>(n, -30000, 30000);
+  auto l64 = randInts<int64_t>(n, -(int64_t(1) << 50), int64_t(1) << 50);
+  auto u32 = randInts<uint32_t>(n, 0, 0xffffffffll);
+  Buffer b8 = upload(c8), b16 = upload(s16), b64 = upload(l64), b32 = upload(u32);
+  Buffer o64 = poisoned(n * 8), o16 = poisoned(n * 2), bits = poisoned(n * 4), mixed = poisoned(n * 8);
+  stream().setKernel(k);
+  stream().setBuffer(b8, 0, 0);
+  stream().setBuffer(b16, 0, 1);
+  stream().setBuffer(b64, 0, 2);
+  stream().setBuffer(b32, 0, 3);
+  stream().setBuffer(o64, 0, 4);
+  stream().setBuffer(o16, 0, 5);
+  stream().setBuffer(bits, 0, 6);
+  stream().setBuffer(mixed, 0, 7);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  std::vector<int64_t> w64(n);
+  std::vector<int16_t> w16(n);
+  std::vector<uint32_t> wbits(n);
+  std::vector<uint64_t> wmixed(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    w64[i] = int64_t(uint64_t(l64[i]) * uint64_t(int64_t(c8[i]))) + (l64[i] >> 3);
+    w16[i] = int16_t(int32_t(s16[i]) * 3 - c8[i]);  // C++ promotion; the short result wraps identically
+    uint32_t v = u32[i] | 1u;
+    uint32_t clz = 0;
+    while (!(v & 0x80000000u)) v <<= 1, ++clz;
+    wbits[i] = uint32_t(__builtin_popcount(u32[i])) + (clz << 8);
+    wmixed[i] = (uint64_t(u32[i]) << 20) ^ uint64_t(l64[i]);
+  }
+  EXPECT_TRUE(allEqual(read<int64_t>(o64, n), w64));
+  EXPECT_TRUE(allEqual(read<int16_t>(o16, n), w16));
+  EXPECT_TRUE(allEqual(read<uint32_t>(bits, n), wbits));
+  EXPECT_TRUE(allEqual(read<uint64_t>(mixed, n), wmixed));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Dispatch geometry with partial edge threadgroups (Metal's definitions)
+
+namespace {
+// Metal: for dispatchThreads(grid, tg), threadgroup g along an axis has min(tg, grid - g * tg) threads.
+uint32_t liveSize(uint32_t grid, uint32_t tg, uint32_t group) { return std::min(tg, grid - group * tg); }
+uint32_t ceilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+TEST_F(E2E, Geometry1DPartialGroups) {
+  Kernel k = load("geom_1d");
+  for (auto [grid, tg] : {std::pair<uint32_t, uint32_t>{1000, 64}, {37, 64}, {256, 256}, {1025, 1024}}) {
+    Buffer out = poisoned((grid + 64) * 8 * 4);
+    stream().setKernel(k);
+    stream().setBuffer(out, 0, 0);
+    stream().dispatchThreads({grid, 1, 1}, {tg, 1, 1});
+    auto got = read<uint32_t>(out, (grid + 64) * 8);
+    std::vector<uint32_t> want(got.size(), 0xffffffffu);  // nothing past the grid is written
+    for (uint32_t g = 0; g < grid; ++g) {
+      uint32_t group = g / tg, lid = g % tg;
+      uint32_t* w = &want[g * 8];
+      w[0] = g;
+      w[1] = liveSize(grid, tg, group);
+      w[2] = lid;
+      w[3] = lid;
+      w[4] = grid;
+      w[5] = tg;
+      w[6] = group;
+      w[7] = ceilDiv(grid, tg);
+    }
+    EXPECT_TRUE(allEqual(got, want)) << "grid " << grid << " threadgroup " << tg
+                                     << " (fields: gid tptg lid tidx tpgrid dtptg tgid ntg)";
+  }
+}
+
+TEST_F(E2E, Geometry2DPartialGroups) {
+  Kernel k = load("geom_2d");
+  const uint32_t gx = 37, gy = 23, tx = 8, ty = 4;
+  Buffer out = poisoned(gx * gy * 12 * 4 + 64);
+  stream().setKernel(k);
+  stream().setBuffer(out, 0, 0);
+  stream().dispatchThreads({gx, gy, 1}, {tx, ty, 1});
+  auto got = read<uint32_t>(out, gx * gy * 12 + 16);
+  std::vector<uint32_t> want(got.size(), 0xffffffffu);
+  for (uint32_t y = 0; y < gy; ++y)
+    for (uint32_t x = 0; x < gx; ++x) {
+      uint32_t* w = &want[(y * gx + x) * 12];
+      uint32_t px = liveSize(gx, tx, x / tx), py = liveSize(gy, ty, y / ty);
+      uint32_t lx = x % tx, ly = y % ty;
+      w[0] = x, w[1] = y, w[2] = px, w[3] = py, w[4] = lx, w[5] = ly;
+      w[6] = ly * px + lx;  // packed densely over the live (partial) threadgroup
+      w[7] = gx, w[8] = gy, w[9] = tx, w[10] = ty, w[11] = x / tx + 1000 * (y / ty);
+    }
+  EXPECT_TRUE(allEqual(got, want)) << "fields: gid.xy tptg.xy lid.xy tidx grid.xy dtptg.xy tgid";
+}
+
+TEST_F(E2E, Geometry3DPartialGroups) {
+  Kernel k = load("geom_3d");
+  const uint32_t g[3] = {13, 7, 5}, t[3] = {4, 4, 2};
+  const uint32_t total = g[0] * g[1] * g[2];
+  Buffer out = poisoned(total * 16 * 4 + 64);
+  stream().setKernel(k);
+  stream().setBuffer(out, 0, 0);
+  stream().dispatchThreads({g[0], g[1], g[2]}, {t[0], t[1], t[2]});
+  auto got = read<uint32_t>(out, total * 16 + 16);
+  std::vector<uint32_t> want(got.size(), 0xffffffffu);
+  for (uint32_t z = 0; z < g[2]; ++z)
+    for (uint32_t y = 0; y < g[1]; ++y)
+      for (uint32_t x = 0; x < g[0]; ++x) {
+        uint32_t* w = &want[((z * g[1] + y) * g[0] + x) * 16];
+        uint32_t p[3] = {liveSize(g[0], t[0], x / t[0]), liveSize(g[1], t[1], y / t[1]), liveSize(g[2], t[2], z / t[2])};
+        uint32_t l[3] = {x % t[0], y % t[1], z % t[2]};
+        w[0] = x, w[1] = y, w[2] = z, w[3] = p[0], w[4] = p[1], w[5] = p[2], w[6] = l[0], w[7] = l[1], w[8] = l[2];
+        w[9] = (l[2] * p[1] + l[1]) * p[0] + l[0];
+        w[10] = g[0], w[11] = g[1], w[12] = g[2];
+        w[13] = t[0] * 10000 + t[1] * 100 + t[2];
+        w[14] = ceilDiv(g[0], t[0]) * 10000 + ceilDiv(g[1], t[1]) * 100 + ceilDiv(g[2], t[2]);
+        w[15] = 7;
+      }
+  EXPECT_TRUE(allEqual(got, want)) << "fields: gid.xyz tptg.xyz lid.xyz tidx grid.xyz dtptg ntg 7";
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Threadgroup memory and barriers
+
+TEST_F(E2E, ThreadgroupReduceWithPartialGroup) {
+  Kernel k = load("tg_reduce_partial");
+  for (auto [n, tg] : {std::pair<uint32_t, uint32_t>{1000, 256}, {100, 256}, {513, 64}}) {
+    auto x = randFloats(n);
+    uint32_t groups = ceilDiv(n, tg);
+    Buffer bx = upload(x), sums = poisoned(groups * 4);
+    stream().setKernel(k);
+    stream().setBuffer(bx, 0, 0);
+    stream().setBuffer(sums, 0, 1);
+    stream().dispatchThreads({n, 1, 1}, {tg, 1, 1});
+    std::vector<double> want(groups, 0.0);
+    for (uint32_t i = 0; i < n; ++i) want[i / tg] += x[i];
+    EXPECT_TRUE(allClose(read<float>(sums, groups), want, 1e-5, 4.0)) << "n " << n << " tg " << tg;
+  }
+}
+
+TEST_F(E2E, EarlyReturnThenBarrier) {
+  Kernel k = load("early_return_barrier");
+  const uint32_t grid = 1000, tg = 128, n = 900;
+  auto x = randFloats(grid);
+  Buffer bx = upload(x), y = poisoned(grid * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(y, 0, 1);
+  stream().setBytes(&n, 4, 2);
+  stream().dispatchThreads({grid, 1, 1}, {tg, 1, 1});
+  auto got = read<uint32_t>(y, grid);
+  std::vector<float> gotF(n), want(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    std::memcpy(&gotF[i], &got[i], 4);
+    uint32_t live = liveSize(grid, tg, i / tg);
+    bool hasRight = (i % tg) + 1 < live && i + 1 < n;
+    want[i] = x[i] * 2.0f + (hasRight ? x[i + 1] * 2.0f : 0.0f);
+  }
+  EXPECT_TRUE(allClose(gotF, want, kF32));
+  for (uint32_t i = n; i < grid; ++i) ASSERT_EQ(got[i], 0xffffffffu) << "returned thread wrote at " << i;
+}
+
+TEST_F(E2E, Threadgroups1024) {
+  Kernel k = load("tg_1024");
+  const uint32_t groups = 4, n = groups * 1024;
+  auto x = randFloats(n);
+  Buffer bx = upload(x), s = poisoned(groups * 4), m = poisoned(groups * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(s, 0, 1);
+  stream().setBuffer(m, 0, 2);
+  stream().dispatchThreads({n, 1, 1}, {1024, 1, 1});
+  std::vector<double> ws(groups, 0.0);
+  std::vector<float> wm(groups, -INFINITY);
+  for (uint32_t i = 0; i < n; ++i) ws[i / 1024] += x[i], wm[i / 1024] = std::max(wm[i / 1024], x[i]);
+  EXPECT_TRUE(allClose(read<float>(s, groups), ws, 1e-5, 8.0));
+  EXPECT_TRUE(allEqual(read<float>(m, groups), wm));
+}
+
+TEST_F(E2E, DynamicThreadgroupMemory) {
+  Kernel k = load("dyn_tg");
+  const uint32_t tg = 96, groups = 5, n = tg * groups - 40;  // last group partial: 56 threads
+  auto x = randFloats(n);
+  Buffer bx = upload(x), y = poisoned(n * 4), counts = poisoned(groups * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(y, 0, 1);
+  stream().setBuffer(counts, 0, 2);
+  stream().setThreadgroupMemoryLength(tg * 4, 0);
+  stream().setThreadgroupMemoryLength(16, 1);
+  stream().dispatchThreads({n, 1, 1}, {tg, 1, 1});
+  std::vector<float> want(n);
+  std::vector<int32_t> wantCounts(groups, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t g = i / tg, live = liveSize(n, tg, g), lid = i % tg;
+    want[i] = x[g * tg + (live - 1 - lid)];
+    wantCounts[g] += x[i] > 0.0f;
+  }
+  EXPECT_TRUE(allEqual(read<float>(y, n), want));
+  EXPECT_TRUE(allEqual(read<int32_t>(counts, groups), wantCounts));
+}
+
+TEST_F(E2E, TileRowSum2DPartialGroups) {
+  Kernel k = load("tile_row_sum_2d");
+  const uint32_t gx = 37, gy = 19, tx = 16, ty = 8;
+  auto x = randFloats(gx * gy);
+  Buffer bx = upload(x), y = poisoned(gx * gy * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(y, 0, 1);
+  stream().dispatchThreads({gx, gy, 1}, {tx, ty, 1});
+  std::vector<double> want(gx * gy);
+  for (uint32_t r = 0; r < gy; ++r)
+    for (uint32_t c = 0; c < gx; ++c) {
+      uint32_t start = c / tx * tx, live = liveSize(gx, tx, c / tx);
+      double s = 0;
+      for (uint32_t i = 0; i < live; ++i) s += x[r * gx + start + i];
+      want[r * gx + c] = s;
+    }
+  EXPECT_TRUE(allClose(read<float>(y, gx * gy), want, 1e-5, 4.0));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Function constants
+
+TEST_F(E2E, FunctionConstantVariants) {
+  Kernel k = load("fc_variants");
+  const uint32_t n = 500;
+  auto x = randFloats(n, -2, 2);
+  Buffer bx = upload(x);
+  struct Variant {
+    int mode;
+    bool useScale;
+    bool defineScale;
+    float scale;
+  };
+  const Variant variants[] = {{0, false, false, 0}, {1, true, true, 3.5f}, {2, false, true, 2.0f}, {1, false, false, 0},
+                              {2, true, true, -0.25f}};
+  std::vector<Buffer> outs;
+  for (const Variant& v : variants) {
+    Buffer out = poisoned(n * 4);
+    outs.push_back(out);
+    stream().setKernel(k);  // clears the constants of the previous variant
+    stream().setFunctionConstant(0, v.useScale);
+    if (v.defineScale) stream().setFunctionConstant(1, v.scale);
+    stream().setFunctionConstant(2, int32_t(v.mode));
+    stream().setBuffer(bx, 0, 0);
+    stream().setBuffer(out, 0, 1);
+    stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  }
+  for (size_t vi = 0; vi < std::size(variants); ++vi) {
+    const Variant& v = variants[vi];
+    std::vector<float> want(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      float t = x[i];
+      if (v.mode == 1) t = t * t;
+      else if (v.mode == 2) t = -t;
+      if (v.useScale) t *= v.defineScale ? v.scale : 0.0f;  // an undefined constant reads as 0
+      if (v.defineScale) t += 10.0f;
+      want[i] = t;
+    }
+    EXPECT_TRUE(allClose(read<float>(outs[vi], n), want, kF32)) << "variant " << vi;
+  }
+}
+
+TEST_F(E2E, FunctionConstantOptionalBuffer) {
+  Kernel k = load("fc_optional_buffer");
+  const uint32_t n = 300;
+  auto x = randFloats(n), bias = randFloats(n);
+  Buffer bx = upload(x), bb = upload(bias);
+  for (bool withBias : {false, true}) {
+    Buffer y = poisoned(n * 4);
+    stream().setKernel(k);
+    stream().setFunctionConstant(3, withBias);
+    stream().setBuffer(bx, 0, 0);
+    stream().setBuffer(y, 0, 1);
+    if (withBias) stream().setBuffer(bb, 0, 2);
+    stream().dispatchThreads({n, 1, 1}, {32, 1, 1});
+    std::vector<float> want(n);
+    for (uint32_t i = 0; i < n; ++i) want[i] = x[i] * 3.0f + (withBias ? bias[i] : 0.0f);
+    EXPECT_TRUE(allClose(read<float>(y, n), want, kF32)) << "with_bias " << withBias;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Atomics
+
+TEST_F(E2E, AtomicTickets) {
+  Kernel k = load("atomic_tickets");
+  const uint32_t n = 5000;
+  Buffer counter = device().createBuffer(4), tickets = poisoned(n * 4);
+  stream().fill(counter, 0, 4, 0);
+  stream().setKernel(k);
+  stream().setBuffer(counter, 0, 0);
+  stream().setBuffer(tickets, 0, 1);
+  stream().dispatchThreads({n, 1, 1}, {128, 1, 1});
+  auto got = read<int32_t>(tickets, n);
+  std::sort(got.begin(), got.end());
+  std::vector<int32_t> want(n);
+  std::iota(want.begin(), want.end(), 0);
+  EXPECT_TRUE(allEqual(got, want)) << "old values are not a permutation of 0..n-1";
+  EXPECT_EQ(read<int32_t>(counter, 1)[0], int32_t(n));
+}
+
+TEST_F(E2E, AtomicUintOps) {
+  Kernel k = load("atomic_uint_ops");
+  const uint32_t n = 3333;
+  auto v = randInts<uint32_t>(n, 1, 1000000);
+  Buffer bv = upload(v), acc = device().createBuffer(16);
+  uint32_t init[4] = {0, 0, 0xffffffffu, 0};
+  stream().upload(acc, 0, init, 16);
+  stream().setKernel(k);
+  stream().setBuffer(bv, 0, 0);
+  stream().setBuffer(acc, 0, 1);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  std::vector<uint32_t> want = {0, 0, 0xffffffffu, 0};
+  for (uint32_t x : v) want[0] += x, want[1] = std::max(want[1], x), want[2] = std::min(want[2], x), want[3] |= 1u << (x % 32);
+  EXPECT_TRUE(allEqual(read<uint32_t>(acc, 4), want)) << "add max min or";
+}
+
+TEST_F(E2E, AtomicFloatAdd) {
+  if (!device().info().atomicFloat) GTEST_SKIP() << "device has no shaderBufferFloat32AtomicAdd";
+  Kernel k = load("atomic_float_add");
+  const uint32_t n = 4000;
+  auto v = randInts<int32_t>(n, -50, 50);
+  std::vector<float> fv(v.begin(), v.end());
+  Buffer bv = upload(fv), sums = device().createBuffer(16);
+  stream().fill(sums, 0, 16, 0);
+  stream().setKernel(k);
+  stream().setBuffer(bv, 0, 0);
+  stream().setBuffer(sums, 0, 1);
+  stream().dispatchThreads({n, 1, 1}, {256, 1, 1});
+  std::vector<float> want(4, 0.0f);
+  for (uint32_t i = 0; i < n; ++i) want[i % 4] += fv[i];  // integers: exact in any order
+  EXPECT_TRUE(allEqual(read<float>(sums, 4), want));
+}
+
+TEST_F(E2E, HistogramThreadgroupAndDeviceAtomics) {
+  Kernel k = load("histogram32");
+  const uint32_t n = 5000;  // 5000 / 64: the last group has 8 threads
+  auto keys = randInts<uint32_t>(n, 0, 1 << 20);
+  Buffer bk = upload(keys), bins = device().createBuffer(32 * 4);
+  stream().fill(bins, 0, 32 * 4, 0);
+  stream().setKernel(k);
+  stream().setBuffer(bk, 0, 0);
+  stream().setBuffer(bins, 0, 1);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  std::vector<uint32_t> want(32, 0);
+  for (uint32_t key : keys) want[key % 32]++;
+  EXPECT_TRUE(allEqual(read<uint32_t>(bins, 32), want));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Arguments
+
+TEST_F(E2E, SetBytesStruct) {
+  Kernel k = load("struct_args");
+  struct alignas(16) Params {
+    float scale;
+    int32_t offset;
+    uint32_t dims[2];
+    float bias[4];
+    uint16_t h;
+    uint16_t tag;
+    uint32_t pad[3];
+  } p{};
+  const uint32_t cols = 45, rows = 17;
+  p.scale = std::uniform_real_distribution<float>(-2, 2)(rng_);
+  p.offset = int32_t(rng_() % 100) - 50;
+  p.dims[0] = cols, p.dims[1] = rows;
+  for (float& b : p.bias) b = std::uniform_real_distribution<float>(-1, 1)(rng_);
+  p.h = floatToHalf(0.375f);
+  p.tag = uint16_t(rng_() % 1000);
+  auto in = randFloats(cols * rows);
+  Buffer bin = upload(in), out = poisoned(cols * rows * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bin, 0, 0);
+  stream().setBuffer(out, 0, 1);
+  stream().setBytes(&p, 48, 2);  // sizeof(Params) in Metal: 48 (float4-aligned)
+  stream().dispatchThreads({cols + 3, rows + 5, 1}, {8, 8, 1});  // guarded overshoot
+  std::vector<float> want(cols * rows);
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t c = 0; c < cols; ++c)
+      want[r * cols + c] = in[r * cols + c] * p.scale + float(p.offset) + p.bias[c % 4] + 0.375f + float(p.tag);
+  EXPECT_TRUE(allClose(read<float>(out, cols * rows), want, kF32));
+}
+
+TEST_F(E2E, SetBytesScalars) {
+  Kernel k = load("scalar_args");
+  const uint32_t n = 200;
+  auto in = randInts<int32_t>(n, -100000, 100000);
+  int32_t a = int32_t(rng_() % 2000) - 1000;
+  uint32_t b = uint32_t(rng_() % 100000);
+  int64_t c = -(int64_t(1) << 40) + int64_t(rng_() % 1000);
+  int16_t d = int16_t(int(rng_() % 600) - 300);
+  Buffer bin = upload(in), out = poisoned(n * 8);
+  stream().setKernel(k);
+  stream().setBuffer(bin, 0, 0);
+  stream().setBuffer(out, 0, 1);
+  stream().setBytes(&a, 4, 2);
+  stream().setBytes(&b, 4, 3);
+  stream().setBytes(&c, 8, 4);
+  stream().setBytes(&d, 2, 5);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  std::vector<int64_t> want(n);
+  for (uint32_t i = 0; i < n; ++i) want[i] = int64_t(in[i]) * a + int64_t(b) + c - int64_t(d);
+  EXPECT_TRUE(allEqual(read<int64_t>(out, n), want));
+}
+
+TEST_F(E2E, DispatchThreadgroupsForm) {
+  Kernel k = load("row_sums_groups");
+  const uint32_t rows = 19, cols = 300, tg = 64;
+  auto m = randFloats(rows * cols);
+  Buffer bm = upload(m), sums = poisoned(rows * 4), meta = poisoned(rows * 3 * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bm, 0, 0);
+  stream().setBuffer(sums, 0, 1);
+  stream().setBytes(&cols, 4, 2);
+  stream().setBuffer(meta, 0, 3);
+  stream().dispatchThreadgroups({rows, 1, 1}, {tg, 1, 1});
+  std::vector<double> want(rows);
+  std::vector<uint32_t> wantMeta;
+  for (uint32_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (uint32_t c = 0; c < cols; ++c) s += m[r * cols + c];
+    want[r] = s;
+    // dispatchThreadgroups: threadgroups_per_grid = groups, threads_per_grid = groups * threadgroup, full groups
+    wantMeta.insert(wantMeta.end(), {rows, rows * tg, tg});
+  }
+  EXPECT_TRUE(allClose(read<float>(sums, rows), want, 1e-5, 4.0));
+  EXPECT_TRUE(allEqual(read<uint32_t>(meta, rows * 3), wantMeta)) << "fields: ngroups grid tptg";
+}
+
+TEST_F(E2E, ArgumentBufferSpill) {
+  Module m = loadModule("many_buffers");
+  EXPECT_TRUE(m.reflection.argumentBuffer) << "16 buffers exceed the push constant block";
+  Kernel k = device().createKernel(m.spirv, m.reflection);
+  const uint32_t n = 257;
+  std::vector<std::vector<float>> ins;
+  std::vector<Buffer> bufs;
+  stream().setKernel(k);
+  for (uint32_t j = 0; j < 15; ++j) {
+    ins.push_back(randFloats(n));
+    bufs.push_back(upload(ins.back()));
+    stream().setBuffer(bufs.back(), 0, j);
+  }
+  Buffer out = poisoned(n * 4);
+  stream().setBuffer(out, 0, 15);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  std::vector<double> want(n, 0.0);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t j = 0; j < 15; ++j) want[i] += double(ins[j][i]) * (j + 1);
+  EXPECT_TRUE(allClose(read<float>(out, n), want, 1e-5, 10.0));
+}
+
+TEST_F(E2E, MoePointerTableFromMemory) {
+  Kernel k = load("moe_table");
+  const uint32_t dim = 24, experts = 5, tokens = 11;
+  std::vector<std::vector<float>> w;
+  std::vector<Buffer> wb;
+  std::vector<float> gates(experts);
+  struct Expert {
+    uint64_t w;
+    float gate;
+    uint32_t pad;
+  };
+  std::vector<Expert> table(experts);
+  for (uint32_t e = 0; e < experts; ++e) {
+    w.push_back(randFloats(dim * dim));
+    wb.push_back(upload(w.back()));
+    gates[e] = std::uniform_real_distribution<float>(0.1f, 1.0f)(rng_);
+    table[e] = {wb.back().deviceAddress(), gates[e], 0};  // device addresses written from the host
+  }
+  auto route = randInts<uint32_t>(tokens, 0, experts - 1);
+  auto x = randFloats(tokens * dim);
+  Buffer bt = upload(table), br = upload(route), bx = upload(x), y = poisoned(tokens * dim * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bt, 0, 0);
+  stream().setBuffer(br, 0, 1);
+  stream().setBuffer(bx, 0, 2);
+  stream().setBuffer(y, 0, 3);
+  stream().setBytes(&dim, 4, 4);
+  stream().dispatchThreads({dim, tokens, 1}, {8, 4, 1});
+  std::vector<double> want(tokens * dim);
+  for (uint32_t t = 0; t < tokens; ++t)
+    for (uint32_t r = 0; r < dim; ++r) {
+      double s = 0;
+      for (uint32_t c = 0; c < dim; ++c) s += double(w[route[t]][r * dim + c]) * x[t * dim + c];
+      want[t * dim + r] = gates[route[t]] * s;
+    }
+  EXPECT_TRUE(allClose(read<float>(y, tokens * dim), want, 1e-5, 4.0));
+}
+
+TEST_F(E2E, PointerTable) {
+  Kernel k = load("pointer_table");
+  const uint32_t count = 3, per = 50, n = count * per;
+  std::vector<std::vector<float>> arrays;
+  std::vector<Buffer> bufs;
+  std::vector<uint64_t> ptrs;
+  for (uint32_t j = 0; j < count; ++j) {
+    arrays.push_back(randFloats(per));
+    bufs.push_back(upload(arrays.back()));
+    ptrs.push_back(bufs.back().deviceAddress());
+  }
+  Buffer bp = upload(ptrs), out = poisoned(n * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bp, 0, 0);
+  stream().setBuffer(out, 0, 1);
+  stream().setBytes(&count, 4, 2);
+  stream().dispatchThreads({n, 1, 1}, {32, 1, 1});
+  std::vector<float> want(n);
+  for (uint32_t i = 0; i < n; ++i) want[i] = arrays[i % count][i / count];
+  EXPECT_TRUE(allEqual(read<float>(out, n), want));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Async policy: nothing on the dispatch path waits on the host; submissions happen in batches.
+
+TEST_F(E2E, AsyncNoHostWaitOnDispatchPath) {
+  Kernel k = load("ew_f32");
+  StreamOptions options;
+  options.batchSize = 100;
+  Stream s = device().createStream(options);
+  const uint32_t n = 64, dispatches = 1000;
+  auto a = randFloats(n);
+  Buffer ba = device().createBuffer(n * 4), bb = device().createBuffer(n * 4), bc = device().createBuffer(n * 4);
+  s.upload(ba, 0, a.data(), n * 4);
+  s.fill(bb, 0, n * 4, 0x3f800000);  // 1.0f
+  s.fill(bc, 0, n * 4, 0);
+  std::vector<Buffer> outs;
+  for (int i = 0; i < 4; ++i) outs.push_back(device().createBuffer(n * 4));
+  s.setKernel(k);
+  s.setBuffer(ba, 0, 0);
+  s.setBuffer(bb, 0, 1);
+  s.setBuffer(bc, 0, 2);
+  s.setBytes(&n, 4, 5);
+  for (uint32_t i = 0; i < dispatches; ++i) {
+    s.setBuffer(outs[i % 4], 0, 3);
+    s.setBuffer(outs[(i + 1) % 4], 0, 4);
+    s.dispatchThreads({n, 1, 1}, {64, 1, 1});
+  }
+  Stream::Stats recorded = s.stats();
+  EXPECT_EQ(recorded.dispatches, dispatches);
+  EXPECT_EQ(recorded.hostWaits, 0u) << "the recording path waited on the GPU";
+  EXPECT_EQ(recorded.submissions, dispatches / options.batchSize) << "submissions must come in full batches";
+  uint64_t value = s.commit();
+  EXPECT_GT(value, 0u);
+  EXPECT_EQ(s.stats().hostWaits, 0u) << "commit must not wait";
+  std::vector<float> out(n);
+  s.readback(outs[3], 0, out.data(), n * 4);
+  EXPECT_GE(s.stats().hostWaits, 1u);
+  EXPECT_LE(s.stats().hostWaits, 2u);
+  for (uint32_t i = 0; i < n; ++i) ASSERT_NEAR(out[i], a[i] * 1.0f + 0.0f, 1e-6) << i;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// SIMD-group functions (32 lanes). Skip with the reason where the device refuses them.
+
+TEST_F(E2E, SimdReduce) {
+  LOAD_SIMD_OR_SKIP(k, "simd_reduce");
+  const uint32_t n = 32 * 40;
+  auto x = randFloats(n);
+  Buffer bx = upload(x), sum = poisoned(n * 4), mx = poisoned(n * 4), first = poisoned(n * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(sum, 0, 1);
+  stream().setBuffer(mx, 0, 2);
+  stream().setBuffer(first, 0, 3);
+  stream().dispatchThreads({n, 1, 1}, {128, 1, 1});
+  std::vector<double> ws(n);
+  std::vector<float> wm(n), wf(n);
+  for (uint32_t g = 0; g < n; g += 32) {
+    double s = 0;
+    float m = -INFINITY;
+    for (uint32_t l = 0; l < 32; ++l) s += x[g + l], m = std::max(m, x[g + l]);
+    for (uint32_t l = 0; l < 32; ++l) ws[g + l] = s, wm[g + l] = m, wf[g + l] = x[g];
+  }
+  EXPECT_TRUE(allClose(read<float>(sum, n), ws, 1e-5, 4.0));
+  EXPECT_TRUE(allEqual(read<float>(mx, n), wm));
+  EXPECT_TRUE(allEqual(read<float>(first, n), wf));
+}
+
+TEST_F(E2E, SimdPrefix) {
+  LOAD_SIMD_OR_SKIP(k, "simd_prefix");
+  const uint32_t n = 32 * 16;
+  auto x = randInts<int32_t>(n, -1000, 1000);
+  Buffer bx = upload(x), incl = poisoned(n * 4), excl = poisoned(n * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(incl, 0, 1);
+  stream().setBuffer(excl, 0, 2);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  std::vector<int32_t> wi(n), we(n);
+  for (uint32_t g = 0; g < n; g += 32) {
+    int32_t run = 0;
+    for (uint32_t l = 0; l < 32; ++l) we[g + l] = run, run += x[g + l], wi[g + l] = run;
+  }
+  EXPECT_TRUE(allEqual(read<int32_t>(incl, n), wi));
+  EXPECT_TRUE(allEqual(read<int32_t>(excl, n), we));
+}
+
+TEST_F(E2E, SimdShuffles) {
+  LOAD_SIMD_OR_SKIP(k, "simd_shuffles");
+  const uint32_t n = 32 * 8;
+  auto x = randFloats(n);
+  Buffer bx = upload(x), xr = poisoned(n * 4), dn = poisoned(n * 4), idx = poisoned(n * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(xr, 0, 1);
+  stream().setBuffer(dn, 0, 2);
+  stream().setBuffer(idx, 0, 3);
+  stream().dispatchThreads({n, 1, 1}, {256, 1, 1});
+  std::vector<float> wx(n), wd(n), wi(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t g = i / 32 * 32, l = i % 32;
+    wx[i] = x[g + (l ^ 5)];
+    wd[i] = l + 3 < 32 ? x[g + l + 3] : x[i];  // Metal: lanes without a source keep their own value
+    wi[i] = x[g + (l * 7) % 32];
+  }
+  EXPECT_TRUE(allEqual(read<float>(xr, n), wx));
+  EXPECT_TRUE(allEqual(read<float>(dn, n), wd));
+  EXPECT_TRUE(allEqual(read<float>(idx, n), wi));
+}
+
+TEST_F(E2E, SimdQuad) {
+  LOAD_SIMD_OR_SKIP(k, "quad_ops");
+  const uint32_t n = 32 * 4;
+  auto x = randFloats(n);
+  Buffer bx = upload(x), qs = poisoned(n * 4), qx = poisoned(n * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(qs, 0, 1);
+  stream().setBuffer(qx, 0, 2);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  std::vector<double> ws(n);
+  std::vector<float> wx(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t q = i / 4 * 4;
+    ws[i] = double(x[q]) + x[q + 1] + x[q + 2] + x[q + 3];
+    wx[i] = x[i ^ 1];
+  }
+  EXPECT_TRUE(allClose(read<float>(qs, n), ws, 1e-5));
+  EXPECT_TRUE(allEqual(read<float>(qx, n), wx));
+}
+
+TEST_F(E2E, SimdAfterEarlyReturnInPartialGroup) {
+  LOAD_SIMD_OR_SKIP(k, "simd_partial");
+  const uint32_t grid = 200, tg = 64, n = 150;  // groups: 64, 64, 64, 8 (partial); threads >= 150 return
+  auto x = randFloats(grid);
+  Buffer bx = upload(x), out = poisoned(grid * 4), lanes = poisoned(grid * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(out, 0, 1);
+  stream().setBuffer(lanes, 0, 2);
+  stream().setBytes(&n, 4, 3);
+  stream().dispatchThreads({grid, 1, 1}, {tg, 1, 1});
+  auto gotBits = read<uint32_t>(out, grid);
+  auto gotLanes = read<uint32_t>(lanes, grid);
+  std::vector<float> got(n);
+  std::vector<double> want(n);
+  std::vector<uint32_t> wantLanes(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    std::memcpy(&got[i], &gotBits[i], 4);
+    // simdgroups are 32 consecutive threads of a threadgroup; only live threads (< n) take part
+    uint32_t begin = i / 32 * 32, end = std::min(begin + 32, n);
+    double s = 0;
+    for (uint32_t j = begin; j < end; ++j) s += x[j];
+    want[i] = s, wantLanes[i] = end - begin;
+  }
+  EXPECT_TRUE(allClose(got, want, 1e-5, 4.0));
+  EXPECT_TRUE(allEqual(std::vector<uint32_t>(gotLanes.begin(), gotLanes.begin() + n), wantLanes));
+  for (uint32_t i = n; i < grid; ++i) ASSERT_EQ(gotBits[i], 0xffffffffu) << "returned thread wrote at " << i;
+}
+
+TEST_F(E2E, SimdBuiltins) {
+  LOAD_SIMD_OR_SKIP(k, "simd_builtins");
+  const uint32_t grid = 200, tg = 96;  // partial last group of 8
+  Buffer out = poisoned(grid * 5 * 4);
+  stream().setKernel(k);
+  stream().setBuffer(out, 0, 0);
+  stream().dispatchThreads({grid, 1, 1}, {tg, 1, 1});
+  std::vector<uint32_t> want(grid * 5);
+  for (uint32_t i = 0; i < grid; ++i) {
+    uint32_t lid = i % tg, live = liveSize(grid, tg, i / tg);
+    uint32_t* w = &want[i * 5];
+    w[0] = lid / 32, w[1] = lid % 32, w[2] = ceilDiv(live, 32), w[3] = 32, w[4] = lid % 4;
+  }
+  EXPECT_TRUE(allEqual(read<uint32_t>(out, grid * 5), want)) << "fields: sg lane nsg width qlane";
+}
+
+TEST_F(E2E, SimdgroupMatrixGemm8x8) {
+  LOAD_SIMD_OR_SKIP(k, "simdgroup_gemm8");
+  const uint32_t tiles = 6, K = 24;
+  auto A = randFloats(tiles * 8 * K), B = randFloats(tiles * K * 8);
+  Buffer ba = upload(A), bb = upload(B), c = poisoned(tiles * 64 * 4);
+  stream().setKernel(k);
+  stream().setBuffer(ba, 0, 0);
+  stream().setBuffer(bb, 0, 1);
+  stream().setBuffer(c, 0, 2);
+  stream().setBytes(&K, 4, 3);
+  stream().dispatchThreadgroups({tiles, 1, 1}, {32, 1, 1});
+  std::vector<double> want(tiles * 64);
+  for (uint32_t t = 0; t < tiles; ++t)
+    for (uint32_t i = 0; i < 8; ++i)
+      for (uint32_t j = 0; j < 8; ++j) {
+        double s = 0;
+        for (uint32_t kk = 0; kk < K; ++kk) s += double(A[t * 8 * K + i * K + kk]) * B[t * K * 8 + kk * 8 + j];
+        want[t * 64 + i * 8 + j] = s;
+      }
+  EXPECT_TRUE(allClose(read<float>(c, tiles * 64), want, 1e-5, 4.0));
+}
+
+// With M2V_EXPECT_SUBGROUP_REFUSAL=1 (run at LP_NATIVE_VECTOR_WIDTH=256): every simd kernel is refused with
+// UnsupportedError, and a kernel without simd functions still runs correctly on the same device.
+TEST_F(E2E, SimdRefusalIsCleanAndOtherKernelsStillRun) {
+  if (!expectRefusal()) GTEST_SKIP() << "only with M2V_EXPECT_SUBGROUP_REFUSAL=1";
+  for (const char* name : {"simd_reduce", "simd_prefix", "simd_shuffles", "quad_ops", "simd_partial", "simd_builtins",
+                           "simdgroup_gemm8"}) {
+    Module m = loadModule(name);
+    try {
+      device().createKernel(m.spirv, m.reflection);
+      ADD_FAILURE() << name << " accepted with " << device().info().subgroupSize << "-wide subgroups";
+    } catch (const UnsupportedError& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find("32"), std::string::npos) << "the refusal should name the required width: " << what;
+    }
+  }
+  Kernel k = load("tg_reduce_partial");
+  const uint32_t n = 300, tg = 128;
+  auto x = randFloats(n);
+  Buffer bx = upload(x), sums = poisoned(3 * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(sums, 0, 1);
+  stream().dispatchThreads({n, 1, 1}, {tg, 1, 1});
+  std::vector<double> want(3, 0.0);
+  for (uint32_t i = 0; i < n; ++i) want[i / tg] += x[i];
+  EXPECT_TRUE(allClose(read<float>(sums, 3), want, 1e-5, 4.0));
+}
