@@ -482,6 +482,7 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
       return out;
     }
   }
+  invocation->getDiagnosticOpts().ShowCarets = false;  // keeps clang from printing "N errors generated"
   clang::CompilerInstance ci(invocation);
   ci.setVirtualFileSystem(overlay);
   ci.createDiagnostics(forwarder.get(), false);

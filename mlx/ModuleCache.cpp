@@ -26,6 +26,10 @@ namespace m2v::mlx {
 
 namespace {
 
+// compileSource resolves a relative file name against the real working directory (compiler bug, see the issue
+// note), so the assembled text gets an absolute virtual name; diagnostics show it.
+const std::string kVirtualDir = "/metal_kernel/";
+
 constexpr char kMagic[8] = {'M', '2', 'V', 'M', 'O', 'D', '0', '1'};
 
 struct CacheState {
@@ -166,7 +170,7 @@ std::shared_ptr<const CompiledModule> compileCached(const Assembly& assembly) {
   }
   if (!module) {
     CompileOptions options = optionsFor(assembly);
-    CompileResult r = compileSource(compilerInput(assembly), assembly.kernelName + ".metal", options);
+    CompileResult r = compileSource(compilerInput(assembly), kVirtualDir + assembly.kernelName + ".metal", options);
     if (r.status != Status::Ok) throw CompileError(r.status, r.diagnostics.format(), assembly.kernelName);
     const CompiledKernel* found = nullptr;
     for (const auto& k : r.kernels)

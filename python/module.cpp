@@ -290,7 +290,8 @@ PYBIND11_MODULE(_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const CompileError& e) {
-      py::object exc = compileError(e.what());
+      py::handle type = compileError;
+      py::object exc = type(e.what());
       exc.attr("diagnostics") = e.diagnostics;
       exc.attr("kernel_name") = e.kernelName;
       exc.attr("status") = int(e.status);

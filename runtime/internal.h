@@ -103,6 +103,10 @@ struct KernelObject {
   std::array<uint64_t, 2> moduleHash{};  // two independent 64-bit hashes of the words
   std::vector<KernelArg> args;
   uint32_t argumentBufferSize = 0;  // bytes, when reflection.argumentBuffer
+  // Byte size of each specialization constant the module declares (SpecId -> size; OpSpecConstantTrue/False: 4).
+  // Specialization data is fitted to it, so a module that declares e.g. a bool function constant as an 8-bit
+  // integer still gets entries of the size Vulkan requires; ids the module does not declare are not passed.
+  std::unordered_map<uint32_t, uint32_t> specConstantBytes;
 
   // Pipeline for one specialisation; created on first use and cached device-wide. Throws UsageError when the
   // threadgroup does not fit the pipeline (size limits, threadgroup memory, subgroups per workgroup).

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <unordered_map>
+
 #include "internal.h"
 #include "subgroup_width_probe.h"  // generated: const uint32_t kSubgroupWidthProbe[]
 
@@ -61,6 +63,30 @@ uint16_t floatToHalf(float value) {
   uint32_t rest = mantissa & 0x1fff;
   if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) ++half;  // may carry into the exponent: correct rounding
   return uint16_t(half);
+}
+
+// SpecId -> byte size of every specialization constant in a SPIR-V module (bool: 4, as VkBool32).
+std::unordered_map<uint32_t, uint32_t> scanSpecConstants(std::span<const uint32_t> words) {
+  std::unordered_map<uint32_t, uint32_t> specIdOf;   // result id -> SpecId
+  std::unordered_map<uint32_t, uint32_t> typeBytes;  // type id -> bytes (0: bool)
+  std::unordered_map<uint32_t, uint32_t> sizes;
+  for (size_t i = 5; i < words.size();) {
+    uint32_t count = words[i] >> 16, op = words[i] & 0xffff;
+    if (count == 0 || i + count > words.size()) break;
+    const uint32_t* w = &words[i];
+    if (op == 71 && count >= 4 && w[2] == 1) specIdOf[w[1]] = w[3];  // OpDecorate %id SpecId n
+    else if (op == 20) typeBytes[w[1]] = 0;                          // OpTypeBool
+    else if ((op == 21 || op == 22) && count >= 3) typeBytes[w[1]] = w[2] / 8;  // OpTypeInt / OpTypeFloat
+    else if ((op == 48 || op == 49) && count >= 3) {                  // OpSpecConstantTrue/False %type %id
+      if (auto it = specIdOf.find(w[2]); it != specIdOf.end()) sizes[it->second] = 4;
+    } else if (op == 50 && count >= 3) {                              // OpSpecConstant %type %id value
+      auto it = specIdOf.find(w[2]);
+      auto t = typeBytes.find(w[1]);
+      if (it != specIdOf.end() && t != typeBytes.end()) sizes[it->second] = t->second ? t->second : 4;
+    }
+    i += count;
+  }
+  return sizes;
 }
 
 // Bytes of `value` as the reflected Metal type; the size must equal the SPIR-V spec constant's width.
@@ -189,6 +215,7 @@ Kernel Device::createKernelUnchecked(std::span<const uint32_t> spirv, const Kern
   object->reflection = reflection;
   uint32_t salt = push | reflection.requiredSubgroupSize << 8 | uint32_t(reflection.argumentBuffer) << 16;
   object->moduleHash = hashWords(spirv, salt);
+  object->specConstantBytes = scanSpecConstants(spirv);
   for (const PushArg& a : reflection.args) {
     KernelArg arg{a.buffer, a.offset, false, false};
     for (const KernelParam& p : reflection.params)
@@ -232,8 +259,13 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
   std::vector<uint8_t> data;
   std::string key(reinterpret_cast<const char*>(moduleHash.data()), sizeof(moduleHash));
   auto add = [&](uint32_t specId, const void* bytes, size_t size) {
-    entries.push_back({specId, uint32_t(data.size()), size});
-    data.insert(data.end(), static_cast<const uint8_t*>(bytes), static_cast<const uint8_t*>(bytes) + size);
+    auto declared = specConstantBytes.find(specId);
+    if (declared == specConstantBytes.end()) return;  // not in the module: nothing to specialise
+    // Fit little-endian integer/bool bytes to the module's declared width (truncate or zero-extend).
+    std::vector<uint8_t> value(static_cast<const uint8_t*>(bytes), static_cast<const uint8_t*>(bytes) + size);
+    value.resize(declared->second, 0);
+    entries.push_back({specId, uint32_t(data.size()), value.size()});
+    data.insert(data.end(), value.begin(), value.end());
   };
   const uint32_t wg[3] = {tg.x, tg.y, tg.z};
   for (uint32_t i = 0; i < 3; ++i) add(kWorkgroupSizeSpecBase + i, &wg[i], 4);

@@ -436,10 +436,15 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
   bool isFloat = st->isFloatingPointTy();
   bool isBool = st->isIntegerTy(1);
 
-  // Lane arithmetic used by the quad forms and by Metal's shuffle edge rules.
-  Id lane = laneId();
-  Id quadBase = isQuad ? b_.op(Op::OpBitwiseAnd, u32(), {lane, constU32(~3u)}) : 0;
-  Id inQuad = isQuad ? b_.op(Op::OpBitwiseAnd, u32(), {lane, constU32(3u)}) : 0;
+  // Lane arithmetic used by the quad forms and by Metal's shuffle edge rules, emitted only where needed.
+  Id laneCache = 0, quadBaseCache = 0, inQuadCache = 0;
+  auto lane = [&] { return laneCache ? laneCache : (laneCache = laneId()); };
+  auto quadBase = [&] {
+    return quadBaseCache ? quadBaseCache : (quadBaseCache = b_.op(Op::OpBitwiseAnd, u32(), {lane(), constU32(~3u)}));
+  };
+  auto inQuad = [&] {
+    return inQuadCache ? inQuadCache : (inQuadCache = b_.op(Op::OpBitwiseAnd, u32(), {lane(), constU32(3u)}));
+  };
   auto shuffle = [&](Id v, Id srcLane) {
     useSubgroups(spv::Capability::GroupNonUniformShuffle);
     return b_.op(Op::OpGroupNonUniformShuffle, typeOf(t), {subgroup, v, srcLane});
@@ -485,12 +490,12 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
     Id r = arg(0);
     for (uint32_t d : {1u, 2u}) {
       Id from = b_.op(Op::OpGroupNonUniformShuffleUp, typeOf(t), {subgroup, r, constU32(d)});
-      Id has = b_.op(Op::OpUGreaterThanEqual, boolType(), {inQuad, constU32(d)});
+      Id has = b_.op(Op::OpUGreaterThanEqual, boolType(), {inQuad(), constU32(d)});
       r = b_.op(Op::OpSelect, typeOf(t), {has, b_.op(scalarOp, typeOf(t), {r, from}), r});
     }
     if (!inclusive) {
       Id prev = b_.op(Op::OpGroupNonUniformShuffleUp, typeOf(t), {subgroup, r, constU32(1)});
-      Id first = b_.op(Op::OpIEqual, boolType(), {inQuad, constU32(0)});
+      Id first = b_.op(Op::OpIEqual, boolType(), {inQuad(), constU32(0)});
       r = b_.op(Op::OpSelect, typeOf(t), {first, identity, prev});
     }
     return done(r);
@@ -499,7 +504,7 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
   // Shuffles.
   if (op == "shuffle") {
     Id src = asU32(1);
-    if (isQuad) src = b_.op(Op::OpBitwiseOr, u32(), {quadBase, b_.op(Op::OpBitwiseAnd, u32(), {src, constU32(3)})});
+    if (isQuad) src = b_.op(Op::OpBitwiseOr, u32(), {quadBase(), b_.op(Op::OpBitwiseAnd, u32(), {src, constU32(3)})});
     return done(shuffle(arg(0), src));
   }
   if (op == "shuffle_xor") {
@@ -512,11 +517,11 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
     // Metal leaves lanes whose source is outside the group with their own value.
     bool up = op == "shuffle_up";
     Id d = asU32(1);
-    Id pos = isQuad ? inQuad : lane;
+    Id pos = isQuad ? inQuad() : lane();
     Id size = isQuad ? constU32(4) : subgroupSize();
     Id srcPos = up ? b_.op(Op::OpISub, u32(), {pos, d}) : b_.op(Op::OpIAdd, u32(), {pos, d});
     Id valid = up ? b_.op(Op::OpUGreaterThanEqual, boolType(), {pos, d}) : b_.op(Op::OpULessThan, boolType(), {srcPos, size});
-    Id src = isQuad ? b_.op(Op::OpBitwiseOr, u32(), {quadBase, b_.op(Op::OpBitwiseAnd, u32(), {srcPos, constU32(3)})})
+    Id src = isQuad ? b_.op(Op::OpBitwiseOr, u32(), {quadBase(), b_.op(Op::OpBitwiseAnd, u32(), {srcPos, constU32(3)})})
                     : b_.op(Op::OpBitwiseAnd, u32(), {srcPos, b_.op(Op::OpISub, u32(), {size, constU32(1)})});
     Id r = shuffle(arg(0), src);
     return done(b_.op(Op::OpSelect, typeOf(t), {valid, r, arg(0)}));
@@ -524,12 +529,12 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
   if (op == "shuffle_rotate_up" || op == "shuffle_rotate_down") {
     bool up = op == "shuffle_rotate_up";
     Id d = asU32(1);
-    Id pos = isQuad ? inQuad : lane;
+    Id pos = isQuad ? inQuad() : lane();
     Id size = isQuad ? constU32(4) : subgroupSize();
     Id srcPos = up ? b_.op(Op::OpISub, u32(), {b_.op(Op::OpIAdd, u32(), {pos, size}), b_.op(Op::OpUMod, u32(), {d, size})})
                    : b_.op(Op::OpIAdd, u32(), {pos, d});
     srcPos = b_.op(Op::OpUMod, u32(), {srcPos, size});
-    Id src = isQuad ? b_.op(Op::OpBitwiseOr, u32(), {quadBase, srcPos}) : srcPos;
+    Id src = isQuad ? b_.op(Op::OpBitwiseOr, u32(), {quadBase(), srcPos}) : srcPos;
     return done(shuffle(arg(0), src));
   }
   if (op == "broadcast_first") {
@@ -546,11 +551,11 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
     return b_.op(Op::OpCompositeExtract, u32(), {b4, 0});
   };
   auto quadBits = [&](Id pred) {
-    return b_.op(Op::OpBitwiseAnd, u32(), {b_.op(Op::OpShiftRightLogical, u32(), {ballotWord(pred), quadBase}), constU32(0xF)});
+    return b_.op(Op::OpBitwiseAnd, u32(), {b_.op(Op::OpShiftRightLogical, u32(), {ballotWord(pred), quadBase()}), constU32(0xF)});
   };
   if (isQuad && op == "broadcast_first") {
     Id first = glsl(u32(), GLSL::FindILsb, {quadBits(b_.constantBool(true))});
-    return done(shuffle(arg(0), b_.op(Op::OpBitwiseOr, u32(), {quadBase, first})));
+    return done(shuffle(arg(0), b_.op(Op::OpBitwiseOr, u32(), {quadBase(), first})));
   }
   if (op == "all" || op == "any") {
     if (!isQuad) {
@@ -574,7 +579,7 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
       return done(b_.op(Op::OpGroupNonUniformElect, boolType(), {subgroup}));
     }
     Id first = glsl(u32(), GLSL::FindILsb, {quadBits(b_.constantBool(true))});
-    return done(b_.op(Op::OpIEqual, boolType(), {first, inQuad}));
+    return done(b_.op(Op::OpIEqual, boolType(), {first, inQuad()}));
   }
   unsupported(&call, "metal_stdlib intrinsic '" + name + "'");
 }

@@ -1,6 +1,7 @@
 // EXPECT-EXIT: 3
-// EXPECT-MSG: function pointers are not supported
-// EXPECT-LOC: 13:
+// EXPECT-MSG: error: unsupported:
+// EXPECT-MSG: as a value
+// EXPECT-LOC: 13:17
 // A call through a function pointer chosen at run time: unsupported (exit 3).
 #include <metal_stdlib>
 using namespace metal;

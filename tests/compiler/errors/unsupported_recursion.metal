@@ -1,7 +1,7 @@
 // EXPECT-EXIT: 3
 // EXPECT-MSG: recursion is not supported
-// EXPECT-LOC: 7:
-// Recursion: unsupported (exit 3); the location is the recursive call.
+// EXPECT-LOC: 8:94
+// Recursion: unsupported (exit 3); the location is the call in the kernel that could not be inlined.
 #include <metal_stdlib>
 using namespace metal;
 uint fib(uint n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }

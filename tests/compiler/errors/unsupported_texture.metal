@@ -1,6 +1,6 @@
 // EXPECT-EXIT: 3
-// EXPECT-MSG: texture
-// EXPECT-LOC: 7:
+// EXPECT-MSG: unsupported: kernel parameter attribute [[texture]]
+// EXPECT-LOC: 7:46
 // A texture parameter: not supported yet (exit 3, naming the construct).
 #include <metal_stdlib>
 using namespace metal;

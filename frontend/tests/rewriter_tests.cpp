@@ -1,0 +1,110 @@
+// The Metal dialect rewriter: what each rule turns Metal into, and that lines and columns map back.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "MslRewriter.h"
+
+namespace m2v::frontend {
+namespace {
+
+std::string rewrite(const std::string& s) { return rewriteMetalSource(s).text; }
+
+TEST(Rewriter, ParameterAttributesBecomeAnnotations) {
+  EXPECT_EQ(rewrite("device float* x [[buffer(3)]]"),
+            "device float* x __attribute__((annotate(\"m2v.buffer\", 3)))");
+  EXPECT_EQ(rewrite("uint3 gid [[thread_position_in_grid]]"),
+            "uint3 gid __attribute__((annotate(\"m2v.builtin\", \"thread_position_in_grid\")))");
+  EXPECT_EQ(rewrite("threadgroup float* t [[threadgroup(N + 1)]]"),
+            "threadgroup float* t __attribute__((annotate(\"m2v.threadgroup\", N + 1)))");
+}
+
+TEST(Rewriter, SeveralAttributesInOneList) {
+  EXPECT_EQ(rewrite("f(device float* b [[buffer(2), function_constant(has_bias)]])"),
+            "f(device float* b __attribute__((annotate(\"m2v.buffer\", 2), "
+            "annotate(\"m2v.function_constant_ref\", \"has_bias\"))))");
+}
+
+TEST(Rewriter, FunctionConstantIndexAtFileScope) {
+  EXPECT_EQ(rewrite("constant bool b [[function_constant(7)]];"),
+            "constant bool b __attribute__((annotate(\"m2v.function_constant\", 7)));");
+}
+
+TEST(Rewriter, KernelKeywordAndAttribute) {
+  EXPECT_EQ(rewrite("kernel void f()"), "__attribute__((annotate(\"m2v.kernel\"))) void f()");
+  EXPECT_EQ(rewrite("[[kernel]] void f()"), "__attribute__((annotate(\"m2v.kernel\"))) void f()");
+  // `kernel` as an ordinary name is left alone when no `void` follows.
+  EXPECT_EQ(rewrite("int kernel = 3;"), "int kernel = 3;");
+}
+
+TEST(Rewriter, HostNameInExplicitInstantiationAndMacroBody) {
+  EXPECT_EQ(rewrite("template [[host_name(\"k_f\")]] [[kernel]] decltype(k<float>) k<float>;"),
+            "template __attribute__((annotate(\"m2v.host_name\", \"k_f\"))) "
+            "__attribute__((annotate(\"m2v.kernel\"))) decltype(k<float>) k<float>;");
+  std::string macro = "#define inst(n, t) template [[host_name(n)]] [[kernel]] decltype(k<t>) k<t>;";
+  EXPECT_NE(rewrite(macro).find("annotate(\"m2v.host_name\", n)"), std::string::npos);
+}
+
+TEST(Rewriter, StandardAttributesStay) {
+  EXPECT_EQ(rewrite("[[maybe_unused]] int x;"), "[[maybe_unused]] int x;");
+  EXPECT_EQ(rewrite("a[b[i]] = 1;"), "a[b[i]] = 1;");
+}
+
+TEST(Rewriter, UnsupportedAttributesAreNamed) {
+  EXPECT_EQ(rewrite("texture2d<float> t [[texture(0)]]"),
+            "texture2d<float> t __attribute__((annotate(\"m2v.unsupported_attribute\", \"texture\")))");
+}
+
+TEST(Rewriter, ThreadgroupVariablesInBodiesBecomeStatic) {
+  EXPECT_EQ(rewrite("void f() { threadgroup float a[32], b[4]; }"),
+            "void f() { static threadgroup float a[32] = {}, b[4] = {}; }");
+  // Pointers to threadgroup memory are ordinary locals.
+  EXPECT_EQ(rewrite("void f() { threadgroup float* p = q; }"), "void f() { threadgroup float* p = q; }");
+  // Parameters are not declarations in a body.
+  EXPECT_EQ(rewrite("void f(threadgroup float* p) {}"), "void f(threadgroup float* p) {}");
+}
+
+TEST(Rewriter, AddressSpaceMethodQualifiersAreDropped) {
+  EXPECT_EQ(rewrite("struct S { float get() const device { return 1; } };"),
+            "struct S { float get() const        { return 1; } };");
+}
+
+TEST(Rewriter, VectorConstructorsKeepMetalSemantics) {
+  EXPECT_EQ(rewrite("float4 v = float4(a.xy, 1, 2);"), "float4 v = __m2v::vec_ctor<float4>(a.xy, 1, 2);");
+  EXPECT_EQ(rewrite("x = metal::half2(y);"), "x = __m2v::vec_ctor<metal::half2>(y);");
+  EXPECT_EQ(rewrite("x = vec<T, 4>(y);"), "x = __m2v::vec_ctor<vec<T, 4>>(y);");
+  EXPECT_EQ(rewrite("x = static_cast<float4>(h);"), "x = __m2v::vec_ctor<float4>(h);");
+  EXPECT_EQ(rewrite("x = static_cast<float>(h);"), "x = static_cast<float>(h);");
+}
+
+TEST(Rewriter, HalfLiterals) {
+  EXPECT_EQ(rewrite("h = 1.5h + 2H;"), "h = ((half)1.5) + ((half)2);");
+  EXPECT_EQ(rewrite("u = 0x1Fh;"), "u = 0x1Fh;");  // not a half literal; clang will say what it is
+}
+
+TEST(Rewriter, CommentsAndStringsAreNotRewritten) {
+  EXPECT_EQ(rewrite("// [[buffer(0)]]\n\"[[kernel]]\""), "// [[buffer(0)]]\n\"[[kernel]]\"");
+}
+
+TEST(Rewriter, LinesNeverMoveAndColumnsMapBack) {
+  std::string src = "kernel void f(device float* x [[buffer(0)]],\n  uint i [[thread_position_in_grid\n]]) { bad; }\n";
+  RewrittenSource r = rewriteMetalSource(src);
+  EXPECT_EQ(std::count(r.text.begin(), r.text.end(), '\n'), std::count(src.begin(), src.end(), '\n'));
+  size_t badRewritten = r.text.find("bad");
+  EXPECT_EQ(r.originalOffset(badRewritten), src.find("bad"));
+  // A position inside a replacement maps to the start of what it replaced.
+  size_t inAnnotation = r.text.find("m2v.buffer");
+  EXPECT_EQ(r.originalOffset(inAnnotation), src.find("[[buffer"));
+}
+
+TEST(Rewriter, VectorTypeNames) {
+  EXPECT_TRUE(isMetalVectorTypeName("float4"));
+  EXPECT_TRUE(isMetalVectorTypeName("bfloat2"));
+  EXPECT_TRUE(isMetalVectorTypeName("ushort3"));
+  EXPECT_FALSE(isMetalVectorTypeName("float5"));
+  EXPECT_FALSE(isMetalVectorTypeName("float"));
+  EXPECT_FALSE(isMetalVectorTypeName("myfloat4"));
+}
+
+}  // namespace
+}  // namespace m2v::frontend

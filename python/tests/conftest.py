@@ -1,0 +1,31 @@
+"""Shared set-up for the metal2vk Python tests (run with /usr/bin/python3 -m pytest python/tests)."""
+import os
+import sys
+import tempfile
+
+# Before the first device is created: 32-wide lavapipe subgroups (ignored by real GPUs), a private module cache.
+os.environ.setdefault("LP_NATIVE_VECTOR_WIDTH", "1024")
+os.environ.setdefault("M2V_CACHE_DIR", tempfile.mkdtemp(prefix="m2v-pytest-cache-"))
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import metal2vk as m2v  # noqa: E402
+
+
+def run_simd(kernel, **kwargs):
+    """Calls a kernel that uses simdgroup functions; skips (with the reason) where 32-wide simdgroups are refused."""
+    try:
+        return kernel(**kwargs)
+    except m2v.UnsupportedError as e:
+        pytest.skip(f"kernel needs 32-wide simdgroups; this device refuses it: {e}")
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+
+
+def assert_close(actual, expected, rtol, atol):
+    np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64),
+                               rtol=rtol, atol=atol)
