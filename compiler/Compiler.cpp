@@ -5,6 +5,7 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "Emitter.h"
 #include "Frontend.h"
@@ -46,10 +47,11 @@ CompileResult compileSource(const std::string& source, const std::string& name, 
     bool ok = lower::lowerEntry(*m, entry, fe.functionConstants, reflection, sources, entryDiags);
     std::vector<uint32_t> words;
     std::string loweredIR;
-    if (ok && options.keepLoweredIR) {
+    if (ok && (options.keepLoweredIR || std::getenv("M2V_DUMP_LOWERED_IR"))) {
       llvm::raw_string_ostream os(loweredIR);
       m->print(os, nullptr);
     }
+    if (ok && std::getenv("M2V_DUMP_LOWERED_IR")) llvm::errs() << loweredIR;  // a debugging aid for compiler work
     if (ok) words = spirv::emitModule(*m, reflection, sources, entryDiags);
     if (!words.empty() && options.validate) {
       std::string problem = spirv::validateModule(words);

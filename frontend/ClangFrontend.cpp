@@ -199,7 +199,7 @@ const char* addressSpaceName(clang::LangAS as) {
   if (!clang::isTargetAddressSpace(as)) return "thread";
   switch (clang::toTargetAddressSpace(as)) {
     case 1: return "device";
-    case 2: return "constant";
+    case 4: return "constant";
     case 3: return "threadgroup";
     default: return "thread";
   }
@@ -414,7 +414,7 @@ llvm::IntrusiveRefCntPtr<llvm::vfs::InMemoryFileSystem> stdlibFileSystem() {
 }
 
 // The `[[...]]` attributes reach the IR as annotation intrinsics (with argument globals clang types wrongly for
-// spir64); everything they say was read from the AST already.
+// this target); everything they say was read from the AST already.
 void stripAnnotations(llvm::Module& m) {
   std::vector<llvm::Function*> annotationFns;
   for (llvm::Function& f : m)
@@ -456,7 +456,7 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   overlay->pushOverlay(stdlibFileSystem());
 
   std::vector<std::string> args = {
-      "-triple", "spir64-unknown-unknown", "-emit-llvm", "-x", "c++", "-std=c++17", "-O2", "-disable-llvm-passes", "-disable-llvm-verifier",
+      "-triple", "nvptx64-nvidia-cuda", "-emit-llvm", "-x", "c++", "-std=c++17", "-O2", "-disable-llvm-passes", "-disable-llvm-verifier",
       "-fno-rtti", "-ffp-contract=on", "-fno-threadsafe-statics", "-nostdsysteminc", "-nobuiltininc",
       "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit", "20",
       "-fgnuc-version=4.2.1", "-Wno-unknown-attributes", "-Wno-ignored-attributes",

@@ -119,7 +119,7 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
   llvm::Value* argBuffer = nullptr;
   if (reflection.argumentBuffer)
     argBuffer = b.CreateIntToPtr(callPseudo(b, pseudo::kPushI64, i64, {b.getInt32(kPushArgsOffset)}),
-                                 llvm::PointerType::get(ctx, 2));
+                                 llvm::PointerType::get(ctx, kConstantAS));
 
   std::vector<llvm::Value*> args;
   unsigned bufferSlot = 0;
@@ -152,7 +152,7 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
                       : callPseudo(b, pseudo::kPushI64, i64, {b.getInt32(offset)});
         if (t->isPointerTy()) {
           unsigned as = t->getPointerAddressSpace();
-          if (as != 1 && as != 2) {
+          if (as != kDeviceAS && as != kConstantAS) {
             diags.error("buffer parameter '" + p.param.name + "' of kernel '" + entry.entryName +
                         "' must point to device or constant memory");
             return llvm::PreservedAnalyses::all();
@@ -164,12 +164,12 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
           v = b.CreateIntToPtr(addr, t);
         } else {
           // A by-value argument: its bytes are in a buffer the runtime filled.
-          v = b.CreateLoad(t, b.CreateIntToPtr(addr, llvm::PointerType::get(ctx, 2)));
+          v = b.CreateLoad(t, b.CreateIntToPtr(addr, llvm::PointerType::get(ctx, kConstantAS)));
         }
         break;
       }
       case ParamKind::Threadgroup: {
-        if (!t->isPointerTy() || t->getPointerAddressSpace() != 3) {
+        if (!t->isPointerTy() || t->getPointerAddressSpace() != kThreadgroupAS) {
           diags.error("[[threadgroup(" + std::to_string(p.param.index) + ")]] parameter '" + p.param.name +
                       "' must be a threadgroup pointer");
           return llvm::PreservedAnalyses::all();
@@ -179,7 +179,7 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
         if (!g) {
           g = new llvm::GlobalVariable(m, llvm::ArrayType::get(b.getInt8Ty(), 0), false,
                                        llvm::GlobalValue::ExternalLinkage, nullptr, name, nullptr,
-                                       llvm::GlobalValue::NotThreadLocal, 3);
+                                       llvm::GlobalValue::NotThreadLocal, kThreadgroupAS);
           g->setAlignment(llvm::Align(16));
           g->setMetadata(pseudo::kDynamicThreadgroupMD,
                          llvm::MDNode::get(ctx, llvm::ConstantAsMetadata::get(b.getInt32(p.param.index))));

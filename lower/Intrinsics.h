@@ -13,6 +13,13 @@ class Function;
 
 namespace m2v::lower {
 
+// LLVM address spaces of Metal's memory (clang's NVPTX numbering, whose generic space 0 contains the others, so C++
+// copies and member calls work on objects in any of them; docs/STDLIB.md).
+inline constexpr unsigned kGenericAS = 0;      // `thread` memory and pointers not yet resolved
+inline constexpr unsigned kDeviceAS = 1;
+inline constexpr unsigned kThreadgroupAS = 3;
+inline constexpr unsigned kConstantAS = 4;
+
 // The base name of a `__m2v::NAME(...)` declaration ("simd_reduce_add"), or nullopt for any other function.
 std::optional<std::string> stdlibIntrinsicName(const llvm::Function& f);
 

@@ -2,11 +2,14 @@
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/ReplaceConstant.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
 #include <llvm/Transforms/Scalar/ADCE.h>
+#include <llvm/Transforms/Scalar/InferAddressSpaces.h>
+#include <llvm/Transforms/Scalar/LoopIdiomRecognize.h>
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
@@ -19,6 +22,7 @@
 #include <llvm/Transforms/Utils/Debugify.h>
 #include <llvm/IR/DebugInfo.h>
 
+#include "Intrinsics.h"
 #include "Passes.h"
 
 namespace m2v::lower {
@@ -70,11 +74,17 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
   if (diags.hasErrors()) return false;
   if (getenv("M2V_DUMP_PRE_OPT")) m.print(llvm::errs(), nullptr);
 
-  // LLVM's optimizer as at -O2, without the vectorizers.
+  // LLVM's optimizer as at -O2, without the vectorizers, and without turning loops into memset/memcpy (GPUs have
+  // neither; expanding them again would lose the loop's element width).
+  llvm::DisableLIRP::All = true;
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
 
   {
     llvm::FunctionPassManager fpm;
+    // C++ references and `this` are generic pointers; after inlining most resolve to device, constant or
+    // threadgroup memory again.
+    fpm.addPass(llvm::InferAddressSpacesPass(kGenericAS));
+    fpm.addPass(llvm::InstCombinePass());
     fpm.addPass(ExpandMemoryIntrinsicsPass());
     fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
     fpm.addPass(llvm::InstCombinePass());
@@ -92,6 +102,11 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
     mpm.run(m, mam);
   }
+  // The emitter works on instructions: constant expressions over globals (`gep (@table, 4)`) become instructions.
+  std::vector<llvm::Constant*> globals;
+  for (llvm::GlobalVariable& g : m.globals()) globals.push_back(&g);
+  llvm::convertUsersOfConstantsToInstructions(globals);
+
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(m, &os)) {

@@ -67,8 +67,8 @@ Id Emitter::typeOf(llvm::Type* t) {
     if (n < 2 || n > 4) unsupported(nullptr, "vector type " + describe(t) + " (SPIR-V vectors have 2 to 4 elements)");
     id = b_.typeVector(typeOf(vt->getElementType()), n);
   } else if (t->isPointerTy()) {
-    unsigned as = t->getPointerAddressSpace();
-    id = (as == 1 || as == 2) ? u64() : u32();  // an address, or a byte offset into a variable
+    // A 64-bit address (or byte offset into a thread-memory variable); threadgroup offsets are 32-bit.
+    id = t->getPointerAddressSpace() == lower::kThreadgroupAS ? u32() : u64();
   } else if (auto* st = llvm::dyn_cast<llvm::StructType>(t)) {
     std::vector<Id> members;
     for (llvm::Type* e : st->elements()) members.push_back(typeOf(e));
@@ -173,7 +173,7 @@ static void appendBytes(const llvm::DataLayout& dl, const llvm::Constant* c, std
 Id Emitter::constantValue(const llvm::Constant* c) {
   llvm::Type* t = c->getType();
   if (llvm::isa<llvm::PoisonValue>(c) || llvm::isa<llvm::UndefValue>(c)) {
-    if (t->isPointerTy() && isLogicalPointer(c)) return constU32(0);
+    if (t->isPointerTy() && isLogicalPointer(c)) return b_.constant(typeOf(t), 0);
     return b_.undef(typeOf(t));
   }
   if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(c)) {
@@ -182,8 +182,8 @@ Id Emitter::constantValue(const llvm::Constant* c) {
   }
   if (auto* cf = llvm::dyn_cast<llvm::ConstantFP>(c))
     return b_.constant(typeOf(t), cf->getValueAPF().bitcastToAPInt().getZExtValue());
-  if (llvm::isa<llvm::ConstantPointerNull>(c)) return t->getPointerAddressSpace() == 1 || t->getPointerAddressSpace() == 2 ? b_.constant(u64(), 0) : constU32(0);
-  if (llvm::isa<llvm::GlobalVariable>(c)) return constU32(0);  // offset 0 into the variable
+  if (llvm::isa<llvm::ConstantPointerNull>(c)) return b_.constant(typeOf(t), 0);
+  if (llvm::isa<llvm::GlobalVariable>(c)) return b_.constant(typeOf(t), 0);  // offset 0 into the variable
   if (llvm::isa<llvm::ConstantAggregateZero>(c)) return b_.constantNull(typeOf(t));
   if (auto* cds = llvm::dyn_cast<llvm::ConstantDataSequential>(c)) {
     std::vector<Id> parts;
@@ -203,7 +203,7 @@ Id Emitter::value(const llvm::Value* v) {
     if (!llvm::isa<llvm::GlobalValue>(c) || llvm::isa<llvm::GlobalVariable>(c)) return constantValue(c);
     unsupported(nullptr, "use of function '" + c->getName().str() + "' as a value");
   }
-  if (llvm::isa<llvm::AllocaInst>(v)) return constU32(0);
+  if (llvm::isa<llvm::AllocaInst>(v)) return b_.constant(typeOf(v->getType()), 0);
   auto it = ids_.find(v);
   if (it != ids_.end()) return it->second;
   Id id = b_.newId();  // a forward reference (from a phi); the definition will use this id
@@ -260,8 +260,8 @@ const llvm::Value* Emitter::baseOf(const llvm::Value* v) {
     base = a ? a : b;
   } else if (auto* fr = llvm::dyn_cast<llvm::FreezeInst>(v)) {
     base = baseOf(fr->getOperand(0));
-  } else if (auto* cast = llvm::dyn_cast<llvm::AddrSpaceCastInst>(v)) {
-    base = baseOf(cast->getOperand(0));
+  } else if (auto* cast = llvm::dyn_cast<llvm::AddrSpaceCastOperator>(v)) {
+    base = baseOf(cast->getPointerOperand());
   } else if (auto* call = llvm::dyn_cast<llvm::CallInst>(v); call && call->getType()->isPointerTy()) {
     if (auto* ii = llvm::dyn_cast<llvm::IntrinsicInst>(call); ii && (ii->getIntrinsicID() == llvm::Intrinsic::ptr_annotation || ii->getIntrinsicID() == llvm::Intrinsic::launder_invariant_group || ii->getIntrinsicID() == llvm::Intrinsic::strip_invariant_group))
       base = baseOf(call->getArgOperand(0));
@@ -270,11 +270,24 @@ const llvm::Value* Emitter::baseOf(const llvm::Value* v) {
   return base;
 }
 
+// Threadgroup pointers always point into a variable; other pointers do when they derive from a thread-memory variable
+// or a constant table, and are device addresses otherwise.
 bool Emitter::isLogicalPointer(const llvm::Value* v) {
   if (!v->getType()->isPointerTy()) return false;
-  unsigned as = v->getType()->getPointerAddressSpace();
-  if (as == 0 || as == 3) return true;
-  return baseOf(v) != nullptr;  // a constant table in device/constant address space
+  if (v->getType()->getPointerAddressSpace() == lower::kThreadgroupAS) return true;
+  return baseOf(v) != nullptr;
+}
+
+// The index of the element at byte `offset` of a logical pointer of type `ptrType`.
+Id Emitter::elementIndex(Id offset, llvm::Type* ptrType, unsigned elementBytes) {
+  if (typeOf(ptrType) != u32()) offset = b_.op(Op::OpUConvert, u32(), {offset});
+  return b_.op(Op::OpUDiv, u32(), {offset, constU32(elementBytes)});
+}
+
+// `ptr + bytes`, in the pointer's own representation.
+Id Emitter::offsetPointer(const llvm::Value* ptr, Id ptrId, uint64_t bytes) {
+  Id t = typeOf(ptr->getType());
+  return bytes ? b_.op(Op::OpIAdd, t, {ptrId, b_.constant(t, bytes)}) : ptrId;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -441,8 +454,7 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
     const llvm::StructLayout* sl = dl_.getStructLayout(st);
     std::vector<Id> parts;
     for (unsigned i = 0; i < st->getNumElements(); ++i) {
-      Id off = isLogicalPointer(ptr) ? b_.op(Op::OpIAdd, u32(), {ptrId, constU32(static_cast<uint32_t>(sl->getElementOffset(i)))})
-                                     : b_.op(Op::OpIAdd, u64(), {ptrId, b_.constant(u64(), sl->getElementOffset(i))});
+      Id off = offsetPointer(ptr, ptrId, sl->getElementOffset(i));
       parts.push_back(load(at, st->getElementType(i), ptr, off, std::gcd(align, sl->getElementOffset(i) ? sl->getElementOffset(i) : align)));
     }
     return b_.op(Op::OpCompositeConstruct, typeOf(t), parts);
@@ -451,8 +463,7 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
     uint64_t stride = dl_.getTypeAllocSize(arr->getElementType());
     std::vector<Id> parts;
     for (uint64_t i = 0; i < arr->getNumElements(); ++i) {
-      Id off = isLogicalPointer(ptr) ? b_.op(Op::OpIAdd, u32(), {ptrId, constU32(static_cast<uint32_t>(i * stride))})
-                                     : b_.op(Op::OpIAdd, u64(), {ptrId, b_.constant(u64(), i * stride)});
+      Id off = offsetPointer(ptr, ptrId, i * stride);
       parts.push_back(load(at, arr->getElementType(), ptr, off, std::gcd(align, stride)));
     }
     return b_.op(Op::OpCompositeConstruct, typeOf(t), parts);
@@ -475,10 +486,11 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
   }
 
   const llvm::Value* base = baseOf(ptr);
+  if (!base) unsupported(at, "a threadgroup pointer whose array cannot be determined");
   LogicalVariable& var = logicalVariable(at, base);
   uint64_t size = dl_.getTypeStoreSize(t);
   if (t->isPointerTy()) size = 8;
-  Id index = b_.op(Op::OpUDiv, u32(), {ptrId, constU32(var.elementBytes)});
+  Id index = elementIndex(ptrId, ptr->getType(), var.elementBytes);
   if (size == var.elementBytes) {
     Id v = b_.op(Op::OpLoad, var.elementType, {logicalElementPointer(var, index)});
     if (typeOf(t) == var.elementType) return v;
@@ -504,8 +516,7 @@ void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Valu
   if (auto* st = llvm::dyn_cast<llvm::StructType>(t)) {
     const llvm::StructLayout* sl = dl_.getStructLayout(st);
     for (unsigned i = 0; i < st->getNumElements(); ++i) {
-      Id off = isLogicalPointer(ptr) ? b_.op(Op::OpIAdd, u32(), {ptrId, constU32(static_cast<uint32_t>(sl->getElementOffset(i)))})
-                                     : b_.op(Op::OpIAdd, u64(), {ptrId, b_.constant(u64(), sl->getElementOffset(i))});
+      Id off = offsetPointer(ptr, ptrId, sl->getElementOffset(i));
       Id part = b_.op(Op::OpCompositeExtract, typeOf(st->getElementType(i)), {v, i});
       store(at, st->getElementType(i), ptr, off, part, std::gcd(align, sl->getElementOffset(i) ? sl->getElementOffset(i) : align));
     }
@@ -514,8 +525,7 @@ void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Valu
   if (auto* arr = llvm::dyn_cast<llvm::ArrayType>(t)) {
     uint64_t stride = dl_.getTypeAllocSize(arr->getElementType());
     for (uint64_t i = 0; i < arr->getNumElements(); ++i) {
-      Id off = isLogicalPointer(ptr) ? b_.op(Op::OpIAdd, u32(), {ptrId, constU32(static_cast<uint32_t>(i * stride))})
-                                     : b_.op(Op::OpIAdd, u64(), {ptrId, b_.constant(u64(), i * stride)});
+      Id off = offsetPointer(ptr, ptrId, i * stride);
       Id part = b_.op(Op::OpCompositeExtract, typeOf(arr->getElementType()), {v, static_cast<uint32_t>(i)});
       store(at, arr->getElementType(), ptr, off, part, std::gcd(align, stride));
     }
@@ -540,12 +550,13 @@ void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Valu
     return;
   }
   const llvm::Value* base = baseOf(ptr);
+  if (!base) unsupported(at, "a threadgroup pointer whose array cannot be determined");
   LogicalVariable& var = logicalVariable(at, base);
   if (var.storage == spv::StorageClass::Private && llvm::isa<llvm::GlobalVariable>(base) &&
       llvm::cast<llvm::GlobalVariable>(base)->getAddressSpace() != 0)
     unsupported(at, "a store to constant memory");
   uint64_t size = t->isPointerTy() ? 8 : dl_.getTypeStoreSize(t);
-  Id index = b_.op(Op::OpUDiv, u32(), {ptrId, constU32(var.elementBytes)});
+  Id index = elementIndex(ptrId, ptr->getType(), var.elementBytes);
   if (size == var.elementBytes) {
     Id stored = typeOf(t) == var.elementType ? v : b_.op(Op::OpBitcast, var.elementType, {v});
     b_.opNoResult(Op::OpStore, {logicalElementPointer(var, index), stored});
@@ -574,10 +585,12 @@ Id Emitter::atomicPointer(const llvm::Instruction* at, const llvm::Value* ptr, l
     *scope = static_cast<uint32_t>(spv::Scope::Device);
     return physicalPointer(ptrId, typeOf(t));
   }
-  LogicalVariable& var = logicalVariable(at, baseOf(ptr));
+  const llvm::Value* base = baseOf(ptr);
+  if (!base) unsupported(at, "a threadgroup pointer whose array cannot be determined");
+  LogicalVariable& var = logicalVariable(at, base);
   if (var.storage != spv::StorageClass::Workgroup) unsupported(at, "an atomic operation on thread memory");
   *scope = static_cast<uint32_t>(spv::Scope::Workgroup);
-  return logicalElementPointer(var, b_.op(Op::OpUDiv, u32(), {ptrId, constU32(var.elementBytes)}));
+  return logicalElementPointer(var, elementIndex(ptrId, ptr->getType(), var.elementBytes));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -596,6 +609,32 @@ uint32_t semanticsFor(llvm::AtomicOrdering o, uint32_t scope) {
   return storage | order;
 }
 }  // namespace
+
+// A bitcast from a vector (or scalar) to a vector of narrower integers with more lanes than SPIR-V allows, read only
+// by constant-index extracts.
+bool Emitter::isNarrowingView(const llvm::Instruction& i) {
+  auto* to = llvm::dyn_cast<llvm::FixedVectorType>(i.getType());
+  if (!llvm::isa<llvm::BitCastInst>(i) || !to || to->getNumElements() <= 4 || !to->getElementType()->isIntegerTy())
+    return false;
+  llvm::Type* from = i.getOperand(0)->getType();
+  if (!from->getScalarType()->isIntegerTy() || from->getScalarSizeInBits() % to->getScalarSizeInBits()) return false;
+  return llvm::all_of(i.users(), [](const llvm::User* u) {
+    auto* e = llvm::dyn_cast<llvm::ExtractElementInst>(u);
+    return e && llvm::isa<llvm::ConstantInt>(e->getIndexOperand());
+  });
+}
+
+Id Emitter::extractFromView(const llvm::BitCastInst& view, uint64_t lane, const llvm::Instruction* result) {
+  llvm::Type* from = view.getOperand(0)->getType();
+  unsigned narrow = view.getType()->getScalarSizeInBits(), wide = from->getScalarSizeInBits();
+  unsigned perWide = wide / narrow;
+  llvm::Type* wideType = from->getScalarType();
+  Id v = value(view.getOperand(0));
+  if (from->isVectorTy()) v = b_.op(Op::OpCompositeExtract, typeOf(wideType), {v, static_cast<uint32_t>(lane / perWide)});
+  uint64_t shift = (lane % perWide) * narrow;  // little endian: lane 0 is the low bits
+  if (shift) v = b_.op(Op::OpShiftRightLogical, typeOf(wideType), {v, intConst(wideType, shift)});
+  return b_.op(Op::OpUConvert, typeOf(result->getType()), {v}, resultId(result));
+}
 
 Id Emitter::emitOp(const llvm::Instruction& i) {
   llvm::Type* t = i.getType();
@@ -766,6 +805,9 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       return out;
     }
     case llvm::Instruction::BitCast: {
+      // InstCombine turns `trunc (extractelement <3 x i32> v, k)` into an extract from `bitcast v to <6 x i16>`.
+      // Such views wider than SPIR-V's vectors are never materialized; their extracts read the source directly.
+      if (isNarrowingView(i)) return 0;
       Id v = value(i.getOperand(0));
       if (typeOf(t) == typeOf(i.getOperand(0)->getType())) {
         define(&i, v);
@@ -786,9 +828,11 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       return b_.op(Op::OpUConvert, u64(), {v}, resultId(&i));
     }
     case llvm::Instruction::AddrSpaceCast: {
+      // Generic pointers that stayed generic: device addresses stay addresses, thread/threadgroup offsets stay offsets.
       if (isLogicalPointer(&i) != isLogicalPointer(i.getOperand(0)))
-        unsupported(&i, "a cast between address spaces");
+        unsupported(&i, "a pointer that may point into device or threadgroup memory");
       Id v = value(i.getOperand(0));
+      if (typeOf(t) != typeOf(i.getOperand(0)->getType())) return b_.op(Op::OpUConvert, typeOf(t), {v}, resultId(&i));
       define(&i, v);
       return v;
     }
@@ -804,6 +848,8 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
     }
     case llvm::Instruction::ExtractElement: {
       auto* e = llvm::cast<llvm::ExtractElementInst>(&i);
+      if (auto* view = llvm::dyn_cast<llvm::BitCastInst>(e->getVectorOperand()); view && isNarrowingView(*view))
+        return extractFromView(*view, llvm::cast<llvm::ConstantInt>(e->getIndexOperand())->getZExtValue(), &i);
       if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(e->getIndexOperand()))
         return b_.op(Op::OpCompositeExtract, typeOf(t), {value(e->getVectorOperand()), static_cast<uint32_t>(ci->getZExtValue())}, resultId(&i));
       return b_.op(Op::OpVectorExtractDynamic, typeOf(t), {value(e->getVectorOperand()), value(e->getIndexOperand())}, resultId(&i));
@@ -837,9 +883,8 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
     case llvm::Instruction::GetElementPtr: {
       auto* gep = llvm::cast<llvm::GetElementPtrInst>(&i);
       if (t->isVectorTy()) unsupported(&i, "a vector of pointers");
-      bool logical = isLogicalPointer(gep);
-      Id intType = logical ? u32() : u64();
-      llvm::Type* intLLVM = logical ? llvm::Type::getInt32Ty(t->getContext()) : llvm::Type::getInt64Ty(t->getContext());
+      Id intType = typeOf(t);
+      unsigned width = b_.scalarWidth(intType);
       Id acc = value(gep->getPointerOperand());
       uint64_t constOff = 0;
       for (auto it = llvm::gep_type_begin(gep); it != llvm::gep_type_end(gep); ++it) {
@@ -855,8 +900,7 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
         }
         Id iv = value(idx);
         unsigned w = idx->getType()->getIntegerBitWidth();
-        if (w != intLLVM->getIntegerBitWidth())
-          iv = b_.op(logical || w > 64 ? Op::OpUConvert : Op::OpSConvert, intType, {iv});
+        if (w != width) iv = b_.op(w > width ? Op::OpUConvert : Op::OpSConvert, intType, {iv});  // indices are signed
         if (stride != 1) iv = b_.op(Op::OpIMul, intType, {iv, b_.constant(intType, stride)});
         acc = b_.op(Op::OpIAdd, intType, {acc, iv});
       }

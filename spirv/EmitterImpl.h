@@ -57,6 +57,8 @@ class Emitter {
   bool isLogicalPointer(const llvm::Value* v);
   const llvm::Value* baseOf(const llvm::Value* v);
   Id emitOp(const llvm::Instruction& i);
+  bool isNarrowingView(const llvm::Instruction& i);
+  Id extractFromView(const llvm::BitCastInst& view, uint64_t lane, const llvm::Instruction* result);
 
   // --- numeric helpers
   Id splatLike(llvm::Type* like, Id scalar);  // a constant of `like`'s shape
@@ -70,6 +72,8 @@ class Emitter {
   Id load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, uint64_t align);
   void store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id valueId, uint64_t align);
   Id physicalPointer(Id address, Id pointeeType);
+  Id elementIndex(Id offset, llvm::Type* ptrType, unsigned elementBytes);
+  Id offsetPointer(const llvm::Value* ptr, Id ptrId, uint64_t bytes);
   Id logicalElementPointer(const LogicalVariable& var, Id elementIndex);
   LogicalVariable& logicalVariable(const llvm::Instruction* at, const llvm::Value* base);
   Id atomicPointer(const llvm::Instruction* at, const llvm::Value* ptr, llvm::Type* t, uint32_t* scope);

@@ -5,7 +5,7 @@
 #define __M2V_BASE_H
 
 #define device __attribute__((address_space(1)))
-#define constant __attribute__((address_space(2)))
+#define constant __attribute__((address_space(4)))
 #define threadgroup __attribute__((address_space(3)))
 #define threadgroup_imageblock __attribute__((address_space(3)))
 #define thread

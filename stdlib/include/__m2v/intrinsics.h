@@ -41,7 +41,7 @@ template <class T> T fract(T);
 template <class T> T sign(T);
 
 // is_function_constant_defined(name): the compiler replaces the call with the constant's "defined" flag.
-bool function_constant_defined(const __attribute__((address_space(2))) void*);
+bool function_constant_defined(const __attribute__((address_space(4))) void*);
 } // namespace __m2v
 
 #define is_function_constant_defined(name) (::__m2v::function_constant_defined(&(name)))
