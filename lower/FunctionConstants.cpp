@@ -38,7 +38,9 @@ llvm::PreservedAnalyses FunctionConstantsPass::run(llvm::Module& m, llvm::Module
       if (!inst) continue;
       llvm::IRBuilder<> b(inst);
       if (auto* load = llvm::dyn_cast<llvm::LoadInst>(inst); load && load->getType() == valueType) {
-        llvm::Value* v = specConstant(b, valueType, fc.index);
+        // A bool lives in memory as a byte; its specialization constant is a SPIR-V bool.
+        llvm::Value* v = fc.type == "bool" ? b.CreateZExt(specConstant(b, b.getInt1Ty(), fc.index), valueType)
+                                           : specConstant(b, valueType, fc.index);
         load->replaceAllUsesWith(v);
         load->eraseFromParent();
         used = true;

@@ -22,8 +22,38 @@ static bool splitLoopHeaders(llvm::Function& f) {
   return !headers.empty();
 }
 
+// A loop's exit (its merge block) must belong to that loop alone: not be an enclosing loop's latch (its continue
+// target) or header. Where it is, the exiting edges go through a new block.
+static bool giveLoopsTheirOwnExits(llvm::Function& f) {
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    llvm::DominatorTree dt(f);
+    llvm::LoopInfo li(dt);
+    llvm::SmallPtrSet<llvm::BasicBlock*, 16> special;
+    for (llvm::Loop* l : li.getLoopsInPreorder()) {
+      special.insert(l->getHeader());
+      if (llvm::BasicBlock* latch = l->getLoopLatch()) special.insert(latch);
+    }
+    llvm::SmallPtrSet<llvm::BasicBlock*, 16> exits;
+    for (llvm::Loop* l : li.getLoopsInPreorder()) {
+      llvm::BasicBlock* exit = l->getExitBlock();
+      if (!exit) continue;
+      if (!special.contains(exit) && exits.insert(exit).second) continue;
+      llvm::SmallVector<llvm::BasicBlock*, 4> inside;
+      for (llvm::BasicBlock* pred : llvm::predecessors(exit))
+        if (l->contains(pred)) inside.push_back(pred);
+      llvm::SplitBlockPredecessors(exit, inside, ".loop.merge");
+      changed = again = true;
+      break;
+    }
+  }
+  return changed;
+}
+
 llvm::PreservedAnalyses UniqueMergeBlocksPass::run(llvm::Function& f, llvm::FunctionAnalysisManager&) {
   bool changed = splitLoopHeaders(f);
+  changed |= giveLoopsTheirOwnExits(f);
   // Each split invalidates the analyses; functions here are small, so recompute and retry.
   for (bool again = true; again;) {
     again = false;

@@ -1,4 +1,6 @@
 // Compiled-module cache of the MLX front door: memory, then disk, then the compiler.
+// Key: SHA-256 of the compiler input text, the compile options, compilerVersion(), the embedded headers and the
+// identity of the binary holding the compiler (so a rebuilt compiler never reuses an old module).
 //
 // Disk entries live in <cache dir>/mlx/<sha256>.m2vmod, one file per module:
 //   "M2VMOD01" | u64 json bytes | reflection JSON | u64 SPIR-V words | words
@@ -12,6 +14,8 @@
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -54,6 +58,20 @@ const std::string& headersHash() {
     return sha.hex();
   }();
   return h;
+}
+
+// Identity of the binary that contains the compiler (path, size, modification time): compilerVersion() is bumped
+// by hand, a rebuilt compiler is not, and a stale module from an older build must never be served.
+const std::string& compilerBinaryIdentity() {
+  static const std::string id = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&compileSource), &info) || !info.dli_fname) return std::string("unknown");
+    struct stat st {};
+    if (::stat(info.dli_fname, &st) != 0) return std::string(info.dli_fname);
+    return std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
+           "." + std::to_string(st.st_mtim.tv_nsec);
+  }();
+  return id;
 }
 
 CompileOptions optionsFor(const Assembly& a) {
@@ -142,6 +160,7 @@ std::string cacheKey(const Assembly& assembly) {
   sha.field("m2v-mlx-module-1");
   sha.field(compilerVersion());
   sha.field(headersHash());
+  sha.field(compilerBinaryIdentity());
   sha.field(optionsText(optionsFor(assembly)));
   sha.field(compilerInput(assembly));
   return sha.hex();

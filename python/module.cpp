@@ -343,7 +343,7 @@ PYBIND11_MODULE(_core, m) {
         s.atomicOutputs = atomic_outputs;
         return std::make_unique<PyKernel>(std::move(s));
       },
-      py::kw_only(), py::arg("name"), py::arg("input_names"), py::arg("output_names"), py::arg("source"),
+      py::arg("name"), py::arg("input_names"), py::arg("output_names"), py::arg("source"),
       py::arg("header") = "", py::arg("ensure_row_contiguous") = true, py::arg("atomic_outputs") = false,
       "Like mx.fast.metal_kernel: returns a callable kernel(inputs=..., output_shapes=..., output_dtypes=..., "
       "grid=..., threadgroup=..., template=None, init_value=None, verbose=False) -> list of numpy arrays.");
@@ -369,6 +369,15 @@ PYBIND11_MODULE(_core, m) {
     d["description"] = i.describe();
     return d;
   });
+  m.def(
+      "validation_messages",
+      [](bool clear) {
+        m2v::Device& d = currentDevice();
+        std::vector<std::string> msgs = d.validationMessages();
+        if (clear) d.clearValidationMessages();
+        return msgs;
+      },
+      py::arg("clear") = true, "Vulkan validation messages since the last call (M2V_VALIDATION=1 enables the layer).");
   m.def("cache_stats", []() {
     CacheStats s = cacheStats();
     py::dict d;

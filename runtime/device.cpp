@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -131,11 +132,12 @@ static std::string lower(std::string s) {
 static VKAPI_ATTR VkBool32 VKAPI_CALL onDebugMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                      VkDebugUtilsMessageTypeFlagsEXT,
                                                      const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
-  auto* state = static_cast<DeviceState*>(user);
+  auto* state = static_cast<DeviceState*>(user);  // null: the shared instance's creation messenger
   std::string text = std::string(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning") +
                      ": " + (data->pMessageIdName ? data->pMessageIdName : "") + ": " +
                      (data->pMessage ? data->pMessage : "");
   std::fprintf(stderr, "[m2v validation] %s\n", text.c_str());
+  if (!state) return VK_FALSE;
   std::lock_guard lock(state->logMutex);
   state->validationLog.push_back(std::move(text));
   return VK_FALSE;
@@ -175,6 +177,20 @@ static UniqueInstance createInstance(bool validation, const VkDebugUtilsMessenge
   return UniqueInstance(instance);
 }
 
+// One VkInstance per process (one with the validation layer, one without), created on first use and never destroyed.
+// NVIDIA's driver (580.159, H200) fails vkCreateInstance with VK_ERROR_INCOMPATIBLE_DRIVER after ~30 instances were
+// created and destroyed in one process, while devices created and destroyed on one instance are fine; test suites
+// and tools that open many Devices therefore share the instance. The per-instance messenger passed at creation only
+// covers vkCreateInstance itself; each Device adds its own messenger (see Device::Device).
+static VkInstance sharedInstance(bool validation, const VkDebugUtilsMessengerCreateInfoEXT* messengerInfo) {
+  static std::mutex mutex;
+  static VkInstance instances[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+  std::lock_guard lock(mutex);
+  VkInstance& slot = instances[validation ? 1 : 0];
+  if (!slot) slot = createInstance(validation, validation ? messengerInfo : nullptr).release();
+  return slot;
+}
+
 static std::vector<VkPhysicalDevice> physicalDevices(VkInstance instance) {
   uint32_t count = 0;
   vkCheck(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices");
@@ -205,9 +221,9 @@ static int computeQueueFamily(VkPhysicalDevice pd) {
 }
 
 std::vector<std::string> Device::list() {
-  UniqueInstance instance = createInstance(false, nullptr);
+  VkInstance instance = sharedInstance(false, nullptr);
   std::vector<std::string> out;
-  auto devices = physicalDevices(instance.get());
+  auto devices = physicalDevices(instance);
   for (size_t i = 0; i < devices.size(); ++i) {
     VkPhysicalDeviceProperties p;
     vkGetPhysicalDeviceProperties(devices[i], &p);
@@ -349,7 +365,7 @@ DeviceState::~DeviceState() {
   pipelineCache.reset();
   device.reset();
   messenger.reset();
-  instance.reset();
+  (void)instance.release();  // process-wide, see sharedInstance()
 }
 
 uint32_t DeviceState::findMemoryType(uint32_t typeBits, VkMemoryPropertyFlags required,
@@ -518,7 +534,10 @@ Device::Device(const DeviceOptions& options) : state_(std::make_shared<DeviceSta
                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   messengerInfo.pfnUserCallback = onDebugMessage;
   messengerInfo.pUserData = &state;
-  state.instance = createInstance(validation, &messengerInfo);
+  // The instance-creation messenger must not keep a pointer to this state: it is shared by later Devices.
+  VkDebugUtilsMessengerCreateInfoEXT creationMessengerInfo = messengerInfo;
+  creationMessengerInfo.pUserData = nullptr;
+  state.instance = UniqueInstance(sharedInstance(validation, &creationMessengerInfo));
   if (validation) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(state.instance.get(), "vkCreateDebugUtilsMessengerEXT"));

@@ -6,6 +6,7 @@
 // variable is a typed SPIR-V array, and a pointer into it is (variable, byte offset) with the variable known
 // statically.
 #include <llvm/ADT/PostOrderIterator.h>
+#include <llvm/Demangle/Demangle.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GetElementPtrTypeIterator.h>
 #include <llvm/IR/Operator.h>
@@ -62,6 +63,8 @@ Id Emitter::typeOf(llvm::Type* t) {
     id = b_.typeFloat(32);
   } else if (t->isDoubleTy()) {
     id = b_.typeFloat(64);
+  } else if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t); vt && vt->getNumElements() == 1) {
+    id = typeOf(vt->getElementType());  // InstCombine's one-element vectors are scalars here
   } else if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) {
     unsigned n = vt->getNumElements();
     if (n < 2 || n > 4) unsupported(nullptr, "vector type " + describe(t) + " (SPIR-V vectors have 2 to 4 elements)");
@@ -93,7 +96,7 @@ Id Emitter::intConst(llvm::Type* t, uint64_t v) {
 }
 
 Id Emitter::splatLike(llvm::Type* like, Id scalar) {
-  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like))
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like); vt && vt->getNumElements() > 1)
     return b_.constantComposite(typeOf(like), std::vector<Id>(vt->getNumElements(), scalar));
   return scalar;
 }
@@ -185,6 +188,8 @@ Id Emitter::constantValue(const llvm::Constant* c) {
   if (llvm::isa<llvm::ConstantPointerNull>(c)) return b_.constant(typeOf(t), 0);
   if (llvm::isa<llvm::GlobalVariable>(c)) return b_.constant(typeOf(t), 0);  // offset 0 into the variable
   if (llvm::isa<llvm::ConstantAggregateZero>(c)) return b_.constantNull(typeOf(t));
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t); vt && vt->getNumElements() == 1)
+    return constantValue(c->getAggregateElement(0u));
   if (auto* cds = llvm::dyn_cast<llvm::ConstantDataSequential>(c)) {
     std::vector<Id> parts;
     for (unsigned i = 0; i < cds->getNumElements(); ++i) parts.push_back(constantValue(cds->getElementAsConstant(i)));
@@ -201,7 +206,7 @@ Id Emitter::constantValue(const llvm::Constant* c) {
 Id Emitter::value(const llvm::Value* v) {
   if (auto* c = llvm::dyn_cast<llvm::Constant>(v)) {
     if (!llvm::isa<llvm::GlobalValue>(c) || llvm::isa<llvm::GlobalVariable>(c)) return constantValue(c);
-    unsupported(nullptr, "use of function '" + c->getName().str() + "' as a value");
+    unsupported(nullptr, "use of function '" + llvm::demangle(c->getName().str()) + "' as a value (function pointers are not supported)");
   }
   if (llvm::isa<llvm::AllocaInst>(v)) return b_.constant(typeOf(v->getType()), 0);
   auto it = ids_.find(v);
@@ -299,6 +304,7 @@ struct AccessFacts {
   bool mixed = false;
   uint64_t unit = 0;  // gcd of access sizes and alignments
   llvm::Type* atomicType = nullptr;
+  bool atomicFloat = false, atomicMixed = false, compareExchange = false;
 };
 
 void scalarLeaves(llvm::Type* t, std::vector<llvm::Type*>& out) {
@@ -334,7 +340,12 @@ LogicalVariable& Emitter::logicalVariable(const llvm::Instruction* at, const llv
       else if (facts.single != leaf) facts.mixed = true;
       if (align && align < size) facts.mixed = true;
     }
-    if (atomic) facts.atomicType = t;
+    if (atomic) {
+      // An atomic float may also be read, written or exchanged through its bits: one element type serves all.
+      if (facts.atomicType && facts.atomicType != t) facts.atomicMixed = true;
+      if (!facts.atomicType || t->isFloatingPointTy()) facts.atomicType = t;
+      facts.atomicFloat |= t->isFloatingPointTy();
+    }
   };
   for (const llvm::Function& f : module_)
     for (const llvm::BasicBlock& bb : f)
@@ -345,16 +356,20 @@ LogicalVariable& Emitter::logicalVariable(const llvm::Instruction* at, const llv
           note(st->getValueOperand()->getType(), st->getAlign().value(), st->isAtomic());
         else if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(&i); rmw && baseOf(rmw->getPointerOperand()) == base)
           note(rmw->getType(), rmw->getAlign().value(), true);
-        else if (auto* cx = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&i); cx && baseOf(cx->getPointerOperand()) == base)
+        else if (auto* cx = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&i); cx && baseOf(cx->getPointerOperand()) == base) {
           note(cx->getNewValOperand()->getType(), cx->getAlign().value(), true);
+          facts.compareExchange = true;
+        }
       }
 
   LogicalVariable var;
   llvm::Type* elem = nullptr;
   if (facts.atomicType) {
     elem = facts.atomicType;
-    if (facts.mixed || dl_.getTypeStoreSize(elem) != facts.unit)
+    if (dl_.getTypeStoreSize(elem) != facts.unit)
       unsupported(at, "threadgroup memory used both atomically and as another type");
+    if (facts.atomicFloat && facts.compareExchange)
+      unsupported(at, "compare-exchange on a float atomic in threadgroup memory");
     var.atomic = true;
   } else if (!facts.single) {
     elem = llvm::Type::getInt32Ty(ctx);  // never accessed
@@ -579,10 +594,12 @@ void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Valu
 }
 
 // A pointer an atomic instruction can use, and the scope that goes with the memory it points to.
-Id Emitter::atomicPointer(const llvm::Instruction* at, const llvm::Value* ptr, llvm::Type* t, uint32_t* scope) {
+Id Emitter::atomicPointer(const llvm::Instruction* at, const llvm::Value* ptr, llvm::Type* t, uint32_t* scope,
+                          Id* pointee) {
   Id ptrId = value(ptr);
   if (!isLogicalPointer(ptr)) {
     *scope = static_cast<uint32_t>(spv::Scope::Device);
+    *pointee = typeOf(t);
     return physicalPointer(ptrId, typeOf(t));
   }
   const llvm::Value* base = baseOf(ptr);
@@ -590,6 +607,7 @@ Id Emitter::atomicPointer(const llvm::Instruction* at, const llvm::Value* ptr, l
   LogicalVariable& var = logicalVariable(at, base);
   if (var.storage != spv::StorageClass::Workgroup) unsupported(at, "an atomic operation on thread memory");
   *scope = static_cast<uint32_t>(spv::Scope::Workgroup);
+  *pointee = var.elementType;
   return logicalElementPointer(var, elementIndex(ptrId, ptr->getType(), var.elementBytes));
 }
 
@@ -621,6 +639,19 @@ bool Emitter::isNarrowingView(const llvm::Instruction& i) {
   return llvm::all_of(i.users(), [](const llvm::User* u) {
     auto* e = llvm::dyn_cast<llvm::ExtractElementInst>(u);
     return e && llvm::isa<llvm::ConstantInt>(e->getIndexOperand());
+  });
+}
+
+// `bitcast <N x i1> %v to iN` used only by `icmp eq/ne` with 0 or all ones.
+bool Emitter::isBoolMask(const llvm::Instruction& i) {
+  auto* from = llvm::dyn_cast<llvm::FixedVectorType>(i.getOperand(0)->getType());
+  if (!llvm::isa<llvm::BitCastInst>(i) || !from || !from->getElementType()->isIntegerTy(1) || !i.getType()->isIntegerTy() ||
+      from->getNumElements() < 2)
+    return false;
+  return llvm::all_of(i.users(), [&](const llvm::User* u) {
+    auto* c = llvm::dyn_cast<llvm::ICmpInst>(u);
+    auto* k = c ? llvm::dyn_cast<llvm::ConstantInt>(c->getOperand(1)) : nullptr;
+    return c && c->getOperand(0) == &i && c->isEquality() && k && (k->isZero() || k->isMinusOne());
   });
 }
 
@@ -699,6 +730,14 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
         llvm::Type* it = withElement(ot, llvm::Type::getInt8Ty(t->getContext()));
         auto asInt = [&](const llvm::Value* v) { return b_.op(Op::OpSelect, typeOf(it), {value(v), splatLike(ot, b_.constant(typeOf(it->getScalarType()), 1)), splatLike(ot, b_.constant(typeOf(it->getScalarType()), 0))}); };
         return b_.op(op, typeOf(t), {asInt(c->getOperand(0)), asInt(c->getOperand(1))}, resultId(&i));
+      }
+      if (auto* mask = llvm::dyn_cast<llvm::BitCastInst>(c->getOperand(0)); mask && isBoolMask(*mask)) {
+        // any()/all() of a bool vector, as InstCombine writes them.
+        auto* k = llvm::cast<llvm::ConstantInt>(c->getOperand(1));
+        Id bits = value(mask->getOperand(0));
+        Id r = k->isZero() ? b_.op(Op::OpAny, boolType(), {bits}) : b_.op(Op::OpAll, boolType(), {bits});
+        bool negate = (k->isZero() == (c->getPredicate() == llvm::CmpInst::ICMP_EQ));
+        return b_.op(negate ? Op::OpLogicalNot : Op::OpCopyObject, boolType(), {r}, resultId(&i));
       }
       if (ot->isPointerTy() && isLogicalPointer(c->getOperand(0)) != isLogicalPointer(c->getOperand(1)))
         unsupported(&i, "comparison of pointers into different kinds of memory");
@@ -807,7 +846,7 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
     case llvm::Instruction::BitCast: {
       // InstCombine turns `trunc (extractelement <3 x i32> v, k)` into an extract from `bitcast v to <6 x i16>`.
       // Such views wider than SPIR-V's vectors are never materialized; their extracts read the source directly.
-      if (isNarrowingView(i)) return 0;
+      if (isNarrowingView(i) || isBoolMask(i)) return 0;
       Id v = value(i.getOperand(0));
       if (typeOf(t) == typeOf(i.getOperand(0)->getType())) {
         define(&i, v);
@@ -850,12 +889,22 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       auto* e = llvm::cast<llvm::ExtractElementInst>(&i);
       if (auto* view = llvm::dyn_cast<llvm::BitCastInst>(e->getVectorOperand()); view && isNarrowingView(*view))
         return extractFromView(*view, llvm::cast<llvm::ConstantInt>(e->getIndexOperand())->getZExtValue(), &i);
+      if (llvm::cast<llvm::FixedVectorType>(e->getVectorOperandType())->getNumElements() == 1) {
+        Id v = value(e->getVectorOperand());
+        define(&i, v);
+        return v;
+      }
       if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(e->getIndexOperand()))
         return b_.op(Op::OpCompositeExtract, typeOf(t), {value(e->getVectorOperand()), static_cast<uint32_t>(ci->getZExtValue())}, resultId(&i));
       return b_.op(Op::OpVectorExtractDynamic, typeOf(t), {value(e->getVectorOperand()), value(e->getIndexOperand())}, resultId(&i));
     }
     case llvm::Instruction::InsertElement: {
       auto* e = llvm::cast<llvm::InsertElementInst>(&i);
+      if (llvm::cast<llvm::FixedVectorType>(t)->getNumElements() == 1) {
+        Id v = value(e->getOperand(1));
+        define(&i, v);
+        return v;
+      }
       if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(e->getOperand(2)))
         return b_.op(Op::OpCompositeInsert, typeOf(t), {value(e->getOperand(1)), value(e->getOperand(0)), static_cast<uint32_t>(ci->getZExtValue())}, resultId(&i));
       return b_.op(Op::OpVectorInsertDynamic, typeOf(t), {value(e->getOperand(0)), value(e->getOperand(1)), value(e->getOperand(2))}, resultId(&i));
@@ -864,9 +913,23 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       auto* s = llvm::cast<llvm::ShuffleVectorInst>(&i);
       auto* rt = llvm::dyn_cast<llvm::FixedVectorType>(t);
       if (!rt) unsupported(&i, "scalable vector shuffle");
-      std::vector<uint32_t> ops{value(s->getOperand(0)), value(s->getOperand(1))};
-      for (int m : s->getShuffleMask()) ops.push_back(m < 0 ? 0xFFFFFFFFu : static_cast<uint32_t>(m));
-      return b_.op(Op::OpVectorShuffle, typeOf(t), ops, resultId(&i));
+      unsigned n0 = llvm::cast<llvm::FixedVectorType>(s->getOperand(0)->getType())->getNumElements();
+      if (n0 > 1 && rt->getNumElements() > 1) {
+        std::vector<uint32_t> ops{value(s->getOperand(0)), value(s->getOperand(1))};
+        for (int m : s->getShuffleMask()) ops.push_back(m < 0 ? 0xFFFFFFFFu : static_cast<uint32_t>(m));
+        return b_.op(Op::OpVectorShuffle, typeOf(t), ops, resultId(&i));
+      }
+      // One-element vectors are scalars: pick each lane.
+      llvm::Type* et = rt->getElementType();
+      std::vector<Id> lanes;
+      for (int m : s->getShuffleMask()) {
+        if (m < 0) { lanes.push_back(b_.undef(typeOf(et))); continue; }
+        const llvm::Value* src = s->getOperand(unsigned(m) < n0 ? 0 : 1);
+        unsigned idx = unsigned(m) < n0 ? unsigned(m) : unsigned(m) - n0;
+        lanes.push_back(n0 == 1 ? value(src) : b_.op(Op::OpCompositeExtract, typeOf(et), {value(src), idx}));
+      }
+      if (lanes.size() == 1) { define(&i, lanes[0]); return lanes[0]; }
+      return b_.op(Op::OpCompositeConstruct, typeOf(t), lanes, resultId(&i));
     }
     case llvm::Instruction::ExtractValue: {
       auto* e = llvm::cast<llvm::ExtractValueInst>(&i);
@@ -912,8 +975,11 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       auto* ld = llvm::cast<llvm::LoadInst>(&i);
       if (ld->isAtomic()) {
         uint32_t scope = 0;
-        Id p = atomicPointer(&i, ld->getPointerOperand(), t, &scope);
-        return b_.op(Op::OpAtomicLoad, typeOf(t), {p, constU32(scope), constU32(semanticsFor(ld->getOrdering(), scope))}, resultId(&i));
+        Id pointee = 0;
+        Id p = atomicPointer(&i, ld->getPointerOperand(), t, &scope, &pointee);
+        std::vector<uint32_t> ops{p, constU32(scope), constU32(semanticsFor(ld->getOrdering(), scope))};
+        if (pointee == typeOf(t)) return b_.op(Op::OpAtomicLoad, typeOf(t), ops, resultId(&i));
+        return b_.op(Op::OpBitcast, typeOf(t), {b_.op(Op::OpAtomicLoad, pointee, ops)}, resultId(&i));
       }
       Id v = load(&i, t, ld->getPointerOperand(), value(ld->getPointerOperand()), ld->getAlign().value());
       define(&i, v);
@@ -924,8 +990,11 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       llvm::Type* vt = st->getValueOperand()->getType();
       if (st->isAtomic()) {
         uint32_t scope = 0;
-        Id p = atomicPointer(&i, st->getPointerOperand(), vt, &scope);
-        b_.opNoResult(Op::OpAtomicStore, {p, constU32(scope), constU32(semanticsFor(st->getOrdering(), scope)), value(st->getValueOperand())});
+        Id pointee = 0;
+        Id p = atomicPointer(&i, st->getPointerOperand(), vt, &scope, &pointee);
+        Id v = value(st->getValueOperand());
+        if (pointee != typeOf(vt)) v = b_.op(Op::OpBitcast, pointee, {v});
+        b_.opNoResult(Op::OpAtomicStore, {p, constU32(scope), constU32(semanticsFor(st->getOrdering(), scope)), v});
         return 0;
       }
       store(&i, vt, st->getPointerOperand(), value(st->getPointerOperand()), value(st->getValueOperand()), st->getAlign().value());
@@ -934,9 +1003,14 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
     case llvm::Instruction::AtomicRMW: {
       auto* rmw = llvm::cast<llvm::AtomicRMWInst>(&i);
       uint32_t scope = 0;
-      Id p = atomicPointer(&i, rmw->getPointerOperand(), t, &scope);
+      Id pointee = 0;
+      Id p = atomicPointer(&i, rmw->getPointerOperand(), t, &scope, &pointee);
       Id sem = constU32(semanticsFor(rmw->getOrdering(), scope));
       Id v = value(rmw->getValOperand());
+      bool viaBits = pointee != typeOf(t);  // an integer exchange of an atomic float's bits
+      if (viaBits && rmw->getOperation() != llvm::AtomicRMWInst::Xchg)
+        unsupported(&i, "integer atomic arithmetic on an atomic float");
+      if (viaBits) v = b_.op(Op::OpBitcast, pointee, {v});
       if (t->getScalarSizeInBits() == 64 && t->isIntegerTy()) b_.capability(spv::Capability::Int64Atomics);
       Op op;
       switch (rmw->getOperation()) {
@@ -970,6 +1044,7 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
           break;
         default: unsupported(&i, "atomic operation " + std::string(llvm::AtomicRMWInst::getOperationName(rmw->getOperation())));
       }
+      if (viaBits) return b_.op(Op::OpBitcast, typeOf(t), {b_.op(op, pointee, {p, constU32(scope), sem, v})}, resultId(&i));
       return b_.op(op, typeOf(t), {p, constU32(scope), sem, v}, resultId(&i));
     }
     case llvm::Instruction::AtomicCmpXchg: {
@@ -978,7 +1053,8 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       if (!vt->isIntegerTy()) unsupported(&i, "compare-exchange of a non-integer value");
       if (vt->getIntegerBitWidth() == 64) b_.capability(spv::Capability::Int64Atomics);
       uint32_t scope = 0;
-      Id p = atomicPointer(&i, cx->getPointerOperand(), vt, &scope);
+      Id pointee = 0;
+      Id p = atomicPointer(&i, cx->getPointerOperand(), vt, &scope, &pointee);
       Id expected = value(cx->getCompareOperand());
       Id old = b_.op(Op::OpAtomicCompareExchange, typeOf(vt),
                      {p, constU32(scope), constU32(semanticsFor(cx->getSuccessOrdering(), scope)),

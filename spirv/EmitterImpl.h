@@ -58,6 +58,7 @@ class Emitter {
   const llvm::Value* baseOf(const llvm::Value* v);
   Id emitOp(const llvm::Instruction& i);
   bool isNarrowingView(const llvm::Instruction& i);
+  bool isBoolMask(const llvm::Instruction& i);
   Id extractFromView(const llvm::BitCastInst& view, uint64_t lane, const llvm::Instruction* result);
 
   // --- numeric helpers
@@ -76,7 +77,7 @@ class Emitter {
   Id offsetPointer(const llvm::Value* ptr, Id ptrId, uint64_t bytes);
   Id logicalElementPointer(const LogicalVariable& var, Id elementIndex);
   LogicalVariable& logicalVariable(const llvm::Instruction* at, const llvm::Value* base);
-  Id atomicPointer(const llvm::Instruction* at, const llvm::Value* ptr, llvm::Type* t, uint32_t* scope);
+  Id atomicPointer(const llvm::Instruction* at, const llvm::Value* ptr, llvm::Type* t, uint32_t* scope, Id* pointee);
 
   // --- calls
   Id emitCall(const llvm::CallInst& call);

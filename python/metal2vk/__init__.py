@@ -34,11 +34,13 @@ from ._core import (  # noqa: F401
     devices,
     metal_kernel,
     set_device,
+    validation_messages,
 )
 
 __all__ = [
     "metal_kernel", "MetalKernel", "devices", "set_device", "device_info", "bfloat16", "to_bfloat16",
     "from_bfloat16", "is_bfloat16", "cache_stats", "cache_dir", "clear_memory_cache", "compiler_version",
+    "validation_messages",
     "Error", "CompileError", "UnsupportedError", "UsageError", "DeviceError",
 ]
 

@@ -21,6 +21,15 @@ def run_simd(kernel, **kwargs):
         pytest.skip(f"kernel needs 32-wide simdgroups; this device refuses it: {e}")
 
 
+@pytest.fixture(autouse=True)
+def no_validation_messages():
+    """With M2V_VALIDATION=1 (as ctest runs it) any Vulkan validation message fails the test."""
+    yield
+    if os.environ.get("M2V_VALIDATION") == "1":
+        msgs = m2v.validation_messages()
+        assert not msgs, "Vulkan validation messages:\n" + "\n".join(msgs)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(int.from_bytes(os.urandom(4), "little"))

@@ -518,3 +518,18 @@ TEST(Timeout, EndlessKernelIsStoppedWithAClearError) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(runEndlessKernelAndExit(), ::testing::ExitedWithCode(3), "TimeoutError: GPU work did not finish");
 }
+
+// NVIDIA's driver (580.159) fails vkCreateInstance after ~30 instances were created and destroyed in one process;
+// Devices share one process-wide VkInstance, so opening and closing many Devices must keep working.
+TEST(DeviceLifetime, ManyDevicesInOneProcess) {
+  for (int i = 0; i < 40; ++i) {
+    Device device;
+    Stream stream = device.createStream();
+    Buffer b = device.createBuffer(64);
+    stream.fill(b, 0, 64, uint32_t(i));
+    uint32_t back = 0;
+    stream.readback(b, 60, &back, 4);
+    ASSERT_EQ(back, uint32_t(i)) << "device " << i;
+    ASSERT_EQ(device.validationMessageCount(), 0u);
+  }
+}

@@ -11,6 +11,8 @@ using Args = std::vector<std::string>;
 int compileCommand(const Args& args);
 int runCommand(const Args& args);       // RunCommand.cpp
 int examplesCommand(const Args& args);  // RunCommand.cpp (bundled examples/, CPU-checked)
+int mlxCommand(const Args& args);
+int sweepCommand(const Args& args);     // SweepCommand.cpp (corpus/ conformance sweep)       // MlxCommand.cpp (one mx.fast.metal_kernel call from JSON)
 
 // Usage errors share one format and exit code (2).
 int usageError(const std::string& command, const std::string& message);

@@ -32,9 +32,17 @@ commands:
       --out writes them (raw bytes); --time prints GPU time per dispatch. The device goes to stderr.
   examples [--device SEL] [--filter SUBSTR] [--dir DIR]
       Compile and run the bundled example kernels, check each against its CPU reference and print a table.
+  mlx SPEC.json [--print-source] [--verbose] [-o DIR] [--device SEL]
+      Run one mx.fast.metal_kernel call described in JSON (inputs inline, random or .npy; docs/MLX.md) and write
+      each output as DIR/NAME.npy; --print-source prints MLX's assembled kernel text instead of running.
   review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE] [--fail-on SEVERITY]
       Review a Vulkan compute backend for async-pipeline hazards. TARGET: a file, function, class or symbol,
       --diff FILE, --commit SHA or a git range A..B.
+  sweep DIR [-j N] [--device SEL] [--report PREFIX] [--filter SUBSTR] [--floor FILE] [--seed S] [--repeat N]
+        [--emit-modules DIR] [--compile-only] [--modules DIR]
+      Compile (in parallel) and run every case of a corpus directory (corpus/kernels), check each against its CPU
+      reference and report the furthest stage reached (Markdown + TSV + JSON with --report). --floor FILE fails
+      (exit 1) when a listed kernel does not reach "matched". m2v-sweep-run runs precompiled modules without LLVM.
   help
       Show this text.
 
@@ -51,6 +59,8 @@ int main(int argc, char** argv) {
       {"review", [](const Args& a) { return m2v::runReviewCli(a, std::cout, std::cerr); }},
       {"run", runCommand},
       {"examples", examplesCommand},
+      {"sweep", sweepCommand},
+      {"mlx", mlxCommand},
   };
   if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     std::cout << kUsage;

@@ -1,6 +1,5 @@
 // ENTRIES: builtins_all builtins_1d_ushort
 // Every thread/threadgroup/grid/simdgroup/quadgroup built-in attribute, as uint3/uint2/uint/ushort.
-// (threads_per_grid as uint2/ushort2, threadgroup_position_in_grid as ushort/ushort3 hit compiler bug M2V-BUG-4, see tests/compiler/bugs/.)
 #include <metal_stdlib>
 using namespace metal;
 
@@ -35,6 +34,7 @@ kernel void builtins_all(device uint* out [[buffer(0)]],
 
 kernel void builtins_1d_ushort(device ushort* out [[buffer(0)]], ushort tid [[thread_position_in_grid]],
                                ushort2 lid [[thread_position_in_threadgroup]], ushort lane [[thread_index_in_simdgroup]],
-                               ushort tg [[threadgroup_position_in_grid]]) {
-  out[tid] = lid.x + lid.y + lane;
+                               ushort2 grid [[threads_per_grid]], ushort3 tg [[threadgroup_position_in_grid]],
+                               uint2 grid32 [[threads_per_grid]], ushort tgx [[threadgroup_position_in_grid]]) {
+  out[tid] = lid.x + lid.y + lane + grid.x + tg.y + ushort(grid32.x) + tgx;
 }
