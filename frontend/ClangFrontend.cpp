@@ -18,6 +18,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/VirtualFileSystem.h>
 
@@ -42,8 +43,11 @@ const RewrittenSource* SourceMap::rewritten(const std::string& path) const {
   return it == files_.end() ? nullptr : &it->second.rewritten;
 }
 
+void SourceMap::setDisplayName(const std::string& path, const std::string& shown) { displayNames_[path] = shown; }
+
 void SourceMap::locate(Diagnostic& d, const std::string& path, uint32_t line, uint32_t column) const {
-  d.file = path;
+  auto shown = displayNames_.find(path);
+  d.file = shown == displayNames_.end() ? path : shown->second;
   d.line = line;
   d.column = column;
   auto it = files_.find(path);
@@ -444,8 +448,12 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   FrontendOutput out;
   out.context = std::make_unique<llvm::LLVMContext>();
 
-  // The main file is rewritten here; included files are rewritten as they are opened.
-  std::string mainPath = name;
+  // The main file is rewritten here; included files are rewritten as they are opened. Clang sees an absolute path
+  // (source text need not exist on disk); diagnostics show the name as given.
+  llvm::SmallString<256> absolute(name);
+  llvm::sys::fs::make_absolute(absolute);
+  std::string mainPath = absolute.str().str();
+  sources.setDisplayName(mainPath, name);
   sources.add(mainPath, source, rewriteMetalSource(source));
 
   auto overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(
@@ -461,7 +469,9 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
       "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit", "20",
       "-fgnuc-version=4.2.1", "-Wno-unknown-attributes", "-Wno-ignored-attributes",
       "-D__METAL_VERSION__=320", "-D__METAL__=1", "-D__HAVE_NATIVE_BFLOAT__=1", "-D__METAL2VK__=1",
-      "-I", std::string(kStdlibRoot)};
+      "-I", std::string(kStdlibRoot),
+      // Metal's keywords and scalar types exist without any #include.
+      "-include", "__m2v/base.h"};
   std::string dir = llvm::sys::path::parent_path(mainPath).str();
   if (!dir.empty()) args.insert(args.end(), {"-I", dir});
   for (const std::string& inc : options.includeDirs) args.insert(args.end(), {"-I", inc});

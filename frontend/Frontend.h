@@ -48,6 +48,8 @@ class SourceMap {
   // Fills file/line/column/sourceLine of `d` from a position in the rewritten buffer of `path`.
   void locate(Diagnostic& d, const std::string& path, uint32_t line, uint32_t rewrittenColumn) const;
   const RewrittenSource* rewritten(const std::string& path) const;
+  // Diagnostics for `path` name it `shown` (the main file as the user named it).
+  void setDisplayName(const std::string& path, const std::string& shown);
 
  private:
   struct File {
@@ -55,6 +57,7 @@ class SourceMap {
     RewrittenSource rewritten;
   };
   std::map<std::string, File> files_;
+  std::map<std::string, std::string> displayNames_;
 };
 
 struct FrontendOutput {

@@ -217,3 +217,21 @@ template <typename T>
 instantiate_reduce(float, float)
 instantiate_reduce(half, half)
 instantiate_reduce(bfloat, bfloat)
+
+// Tree row-max with the scratch array passed as a [[threadgroup(0)]] argument sized by the host
+// (setThreadgroupMemoryLength), threadgroup size chosen at dispatch.
+[[kernel]] void row_max_dyn_tg(const device float* in [[buffer(0)]], device float* out [[buffer(1)]],
+                               constant int& ncols [[buffer(2)]], threadgroup float* scratch [[threadgroup(0)]],
+                               uint gid [[threadgroup_position_in_grid]], uint lid [[thread_position_in_threadgroup]],
+                               uint tpg [[threads_per_threadgroup]]) {
+  in += size_t(gid) * ncols;
+  float m = -INFINITY;
+  for (int i = lid; i < ncols; i += tpg) m = max(m, in[i]);
+  scratch[lid] = m;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint s = tpg / 2; s > 0; s >>= 1) {
+    if (lid < s) scratch[lid] = max(scratch[lid], scratch[lid + s]);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  if (lid == 0) out[gid] = scratch[0];
+}

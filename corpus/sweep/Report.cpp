@@ -62,8 +62,8 @@ std::string signature(const std::string& cause, const std::string& message) {
   bool inQuote = false;
   for (char ch : message) {
     if (ch == '\'') {
+      if (!inQuote) m += "'…'";
       inQuote = !inQuote;
-      m += "'…'";
       continue;
     }
     if (inQuote || std::isdigit(uint8_t(ch))) continue;

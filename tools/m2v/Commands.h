@@ -9,6 +9,7 @@ namespace m2v::cli {
 using Args = std::vector<std::string>;
 
 int compileCommand(const Args& args);
+int benchCommand(const Args& args);  // BenchCommand.cpp
 int runCommand(const Args& args);       // RunCommand.cpp
 int examplesCommand(const Args& args);  // RunCommand.cpp (bundled examples/, CPU-checked)
 int mlxCommand(const Args& args);

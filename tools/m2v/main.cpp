@@ -43,6 +43,8 @@ commands:
       Compile (in parallel) and run every case of a corpus directory (corpus/kernels), check each against its CPU
       reference and report the furthest stage reached (Markdown + TSV + JSON with --report). --floor FILE fails
       (exit 1) when a listed kernel does not reach "matched". m2v-sweep-run runs precompiled modules without LLVM.
+  bench compile FILE.metal... [--runs N]
+      Compile time per kernel file, in process, best of N runs (default 5), as a Markdown table.
   help
       Show this text.
 
@@ -56,6 +58,7 @@ int main(int argc, char** argv) {
   using namespace m2v::cli;
   std::map<std::string, std::function<int(const Args&)>> commands = {
       {"compile", compileCommand},
+      {"bench", benchCommand},
       {"review", [](const Args& a) { return m2v::runReviewCli(a, std::cout, std::cerr); }},
       {"run", runCommand},
       {"examples", examplesCommand},
