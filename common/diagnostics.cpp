@@ -7,10 +7,14 @@ namespace m2v {
 static Status statusOf(Severity s) {
   switch (s) {
     case Severity::Note:
-    case Severity::Warning: return Status::Ok;
-    case Severity::Error: return Status::UserError;
-    case Severity::Unsupported: return Status::Unsupported;
-    case Severity::Internal: return Status::InternalError;
+    case Severity::Warning:
+      return Status::Ok;
+    case Severity::Error:
+      return Status::UserError;
+    case Severity::Unsupported:
+      return Status::Unsupported;
+    case Severity::Internal:
+      return Status::InternalError;
   }
   return Status::InternalError;
 }
@@ -33,7 +37,8 @@ std::string Diagnostics::format(const Diagnostic& d) {
   if (!d.sourceLine.empty()) {
     out += d.sourceLine + "\n";
     std::string caret;
-    for (uint32_t i = 1; i < d.column && i <= d.sourceLine.size(); ++i) caret += d.sourceLine[i - 1] == '\t' ? '\t' : ' ';
+    for (uint32_t i = 1; i < d.column && i <= d.sourceLine.size(); ++i)
+      caret += d.sourceLine[i - 1] == '\t' ? '\t' : ' ';
     out += caret + "^\n";
   }
   return out;

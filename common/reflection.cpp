@@ -14,9 +14,12 @@ const PushArg* KernelReflection::argForBuffer(uint32_t index) const {
 
 static const char* kindName(ParamKind k) {
   switch (k) {
-    case ParamKind::Buffer: return "buffer";
-    case ParamKind::Threadgroup: return "threadgroup";
-    case ParamKind::Builtin: return "builtin";
+    case ParamKind::Buffer:
+      return "buffer";
+    case ParamKind::Threadgroup:
+      return "threadgroup";
+    case ParamKind::Builtin:
+      return "builtin";
   }
   return "buffer";
 }
@@ -57,8 +60,7 @@ std::string toJson(const KernelReflection& r, int indent) {
   for (const DynamicThreadgroupMemory& d : r.dynamicThreadgroupMemory)
     dyn.push_back({{"index", d.index}, {"spec_id", d.specId}});
   j["threadgroup_memory"] = {{"static_bytes", r.staticThreadgroupBytes}, {"dynamic", dyn}};
-  j["workgroup_size_spec_ids"] = {kWorkgroupSizeSpecBase, kWorkgroupSizeSpecBase + 1,
-                                  kWorkgroupSizeSpecBase + 2};
+  j["workgroup_size_spec_ids"] = {kWorkgroupSizeSpecBase, kWorkgroupSizeSpecBase + 1, kWorkgroupSizeSpecBase + 2};
   j["nominal_threadgroup_size_spec_ids"] = {kNominalThreadgroupSpecBase, kNominalThreadgroupSpecBase + 1,
                                             kNominalThreadgroupSpecBase + 2};
   j["required_subgroup_size"] = r.requiredSubgroupSize;

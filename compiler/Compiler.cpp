@@ -62,10 +62,12 @@ CompileResult compileSource(const std::string& source, const std::string& name, 
     }
     for (const Diagnostic& d : entryDiags.all()) {
       Diagnostic copy = d;
-      if (copy.file.empty() && copy.severity != Severity::Note) copy.message = "in kernel '" + entry.entryName + "': " + copy.message;
+      if (copy.file.empty() && copy.severity != Severity::Note)
+        copy.message = "in kernel '" + entry.entryName + "': " + copy.message;
       diags.report(copy);
     }
-    if (!words.empty() && !entryDiags.hasErrors()) result.kernels.push_back({std::move(reflection), std::move(words), std::move(loweredIR)});
+    if (!words.empty() && !entryDiags.hasErrors())
+      result.kernels.push_back({std::move(reflection), std::move(words), std::move(loweredIR)});
   }
   result.status = diags.status();
   return result;

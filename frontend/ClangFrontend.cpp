@@ -11,14 +11,14 @@
 #include <clang/Frontend/MultiplexConsumer.h>
 #include <clang/Lex/PreprocessorOptions.h>
 #include <llvm/IR/DebugInfoMetadata.h>
+#include <llvm/IR/Instruction.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
-#include <llvm/IR/Verifier.h>
-#include <llvm/IR/Instruction.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
-#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/IR/Verifier.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/VirtualFileSystem.h>
 
@@ -77,8 +77,7 @@ void reportAt(Diagnostics& diags, const SourceMap& sources, const llvm::Instruct
     if (const llvm::DebugLoc& loc = inst->getDebugLoc()) {
       const llvm::DILocation* di = loc.get();
       // Report where the user wrote it: the outermost location that is not in our own headers.
-      while (di->getInlinedAt() && llvm::StringRef(di->getFilename()).starts_with(kStdlibRoot))
-        di = di->getInlinedAt();
+      while (di->getInlinedAt() && llvm::StringRef(di->getFilename()).starts_with(kStdlibRoot)) di = di->getInlinedAt();
       std::string path = di->getFilename().str();
       if (!di->getDirectory().empty() && !llvm::sys::path::is_absolute(path) && !sources.rewritten(path))
         path = (di->getDirectory() + "/" + di->getFilename()).str();
@@ -153,11 +152,18 @@ class DiagnosticForwarder : public clang::DiagnosticConsumer {
     info.FormatDiagnostic(text);
     Severity sev = Severity::Error;
     switch (level) {
-      case clang::DiagnosticsEngine::Ignored: return;
-      case clang::DiagnosticsEngine::Note: sev = Severity::Note; break;
+      case clang::DiagnosticsEngine::Ignored:
+        return;
+      case clang::DiagnosticsEngine::Note:
+        sev = Severity::Note;
+        break;
       case clang::DiagnosticsEngine::Remark:
-      case clang::DiagnosticsEngine::Warning: sev = Severity::Warning; break;
-      default: sev = Severity::Error; break;
+      case clang::DiagnosticsEngine::Warning:
+        sev = Severity::Warning;
+        break;
+      default:
+        sev = Severity::Error;
+        break;
     }
     Diagnostic d{sev, {}, 0, 0, text.str().str(), {}};
     if (info.hasSourceManager() && info.getLocation().isValid()) {
@@ -202,10 +208,14 @@ bool hasAnnotation(const clang::Decl* d, llvm::StringRef name) {
 const char* addressSpaceName(clang::LangAS as) {
   if (!clang::isTargetAddressSpace(as)) return "thread";
   switch (clang::toTargetAddressSpace(as)) {
-    case 1: return "device";
-    case 4: return "constant";
-    case 3: return "threadgroup";
-    default: return "thread";
+    case 1:
+      return "device";
+    case 4:
+      return "constant";
+    case 3:
+      return "threadgroup";
+    default:
+      return "thread";
   }
 }
 
@@ -216,7 +226,9 @@ std::string metalTypeName(clang::QualType t, const clang::PrintingPolicy& pp) {
   if (t.isVolatileQualified()) quals += "volatile ";
   if (t.getAddressSpace() != clang::LangAS::Default) quals += std::string(addressSpaceName(t.getAddressSpace())) + " ";
   clang::QualType bare = t.getUnqualifiedType();
-  if (const auto* p = bare->getAs<clang::PointerType>()) return quals.empty() ? metalTypeName(p->getPointeeType(), pp) + "*" : metalTypeName(p->getPointeeType(), pp) + "* " + quals;
+  if (const auto* p = bare->getAs<clang::PointerType>())
+    return quals.empty() ? metalTypeName(p->getPointeeType(), pp) + "*"
+                         : metalTypeName(p->getPointeeType(), pp) + "* " + quals;
   if (const auto* r = bare->getAs<clang::ReferenceType>()) return metalTypeName(r->getPointeeType(), pp) + "&";
   clang::QualType local = bare;
   local.removeLocalFastQualifiers();
@@ -226,7 +238,8 @@ std::string metalTypeName(clang::QualType t, const clang::PrintingPolicy& pp) {
     size_t pos;
     while ((pos = name.find(ns)) != std::string::npos) name.erase(pos, strlen(ns));
   }
-  for (auto [from, to] : {std::pair<const char*, const char*>{"_Float16", "half"}, {"__bf16", "bfloat"}, {"_Bool", "bool"}}) {
+  for (auto [from, to] :
+       {std::pair<const char*, const char*>{"_Float16", "half"}, {"__bf16", "bfloat"}, {"_Bool", "bool"}}) {
     size_t pos;
     while ((pos = name.find(from)) != std::string::npos) name.replace(pos, strlen(from), to);
   }
@@ -236,7 +249,11 @@ std::string metalTypeName(clang::QualType t, const clang::PrintingPolicy& pp) {
 class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollector> {
  public:
   KernelFactsCollector(clang::ASTContext& ctx, FrontendOutput& out, Diagnostics& diags, const SourceMap& sources)
-      : ctx_(ctx), out_(out), diags_(diags), sources_(sources), mangler_(ctx.createMangleContext()),
+      : ctx_(ctx),
+        out_(out),
+        diags_(diags),
+        sources_(sources),
+        mangler_(ctx.createMangleContext()),
         pp_(ctx.getPrintingPolicy()) {
     pp_.SuppressTagKeyword = true;
     pp_.FullyQualifiedName = false;
@@ -276,8 +293,8 @@ class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollec
     EntryFacts e;
     e.entryName = hostNamed && hostName ? *hostName : fd->getNameAsString();
     e.mangledName = mangle(fd);
-    clang::PresumedLoc p = ctx_.getSourceManager().getPresumedLoc(
-        ctx_.getSourceManager().getFileLoc(fd->getLocation()));
+    clang::PresumedLoc p =
+        ctx_.getSourceManager().getPresumedLoc(ctx_.getSourceManager().getFileLoc(fd->getLocation()));
     if (p.isValid()) {
       Diagnostic d;
       sources_.locate(d, p.getFilename(), p.getLine(), p.getColumn());
@@ -311,11 +328,17 @@ class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollec
         pf.param.kind = ParamKind::Builtin;
         pf.param.builtin = b.value_or("");
       } else if (auto idx = annotation(pd, "m2v.buffer", ctx_, &present); present) {
-        if (!idx) { error(pd->getLocation(), "buffer index of '" + pf.param.name + "' is not a constant integer"); return true; }
+        if (!idx) {
+          error(pd->getLocation(), "buffer index of '" + pf.param.name + "' is not a constant integer");
+          return true;
+        }
         pf.param.kind = ParamKind::Buffer;
         pf.param.index = static_cast<uint32_t>(std::stoul(*idx));
       } else if (auto idx = annotation(pd, "m2v.threadgroup", ctx_, &present); present) {
-        if (!idx) { error(pd->getLocation(), "threadgroup index of '" + pf.param.name + "' is not a constant integer"); return true; }
+        if (!idx) {
+          error(pd->getLocation(), "threadgroup index of '" + pf.param.name + "' is not a constant integer");
+          return true;
+        }
         pf.param.kind = ParamKind::Threadgroup;
         pf.param.index = static_cast<uint32_t>(std::stoul(*idx));
       } else if (t->isPointerType() || t->isReferenceType()) {
@@ -413,7 +436,8 @@ class MetalCodeGenAction : public clang::EmitLLVMOnlyAction {
 llvm::IntrusiveRefCntPtr<llvm::vfs::InMemoryFileSystem> stdlibFileSystem() {
   auto fs = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
   for (const EmbeddedFile& f : embeddedHeaders())
-    fs->addFile(std::string(kStdlibRoot) + "/" + std::string(f.path), 0, llvm::MemoryBuffer::getMemBuffer(f.contents, f.path));
+    fs->addFile(std::string(kStdlibRoot) + "/" + std::string(f.path), 0,
+                llvm::MemoryBuffer::getMemBuffer(f.contents, f.path));
   return fs;
 }
 
@@ -464,12 +488,11 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   overlay->pushOverlay(stdlibFileSystem());
 
   std::vector<std::string> args = {
-      "-triple", "nvptx64-nvidia-cuda", "-emit-llvm", "-x", "c++", "-std=c++17", "-O2", "-disable-llvm-passes", "-disable-llvm-verifier",
-      "-fno-rtti", "-ffp-contract=on", "-fno-threadsafe-statics", "-nostdsysteminc", "-nobuiltininc",
-      "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit", "20",
-      "-fgnuc-version=4.2.1", "-Wno-unknown-attributes", "-Wno-ignored-attributes",
-      "-D__METAL_VERSION__=320", "-D__METAL__=1", "-D__HAVE_NATIVE_BFLOAT__=1", "-D__METAL2VK__=1",
-      "-I", std::string(kStdlibRoot),
+      "-triple", "nvptx64-nvidia-cuda", "-emit-llvm", "-x", "c++", "-std=c++17", "-O2", "-disable-llvm-passes",
+      "-disable-llvm-verifier", "-fno-rtti", "-ffp-contract=on", "-fno-threadsafe-statics", "-nostdsysteminc",
+      "-nobuiltininc", "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit", "20",
+      "-fgnuc-version=4.2.1", "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-D__METAL_VERSION__=320",
+      "-D__METAL__=1", "-D__HAVE_NATIVE_BFLOAT__=1", "-D__METAL2VK__=1", "-I", std::string(kStdlibRoot),
       // Metal's keywords and scalar types exist without any #include.
       "-include", "__m2v/base.h"};
   std::string dir = llvm::sys::path::parent_path(mainPath).str();

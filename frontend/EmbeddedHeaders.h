@@ -7,7 +7,7 @@
 namespace m2v::frontend {
 
 struct EmbeddedFile {
-  std::string_view path;      // relative to the include root, e.g. "metal_stdlib"
+  std::string_view path;  // relative to the include root, e.g. "metal_stdlib"
   std::string_view contents;
 };
 

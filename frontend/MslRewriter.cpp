@@ -36,7 +36,11 @@ std::vector<Token> lex(std::string_view s) {
       i = e == std::string_view::npos ? n : e + 2;
     } else if (c == 'R' && i + 1 < n && s[i + 1] == '"') {  // raw string literal
       size_t open = s.find('(', i + 2);
-      if (open == std::string_view::npos) { push(TokKind::Punct, i, i + 1); ++i; continue; }
+      if (open == std::string_view::npos) {
+        push(TokKind::Punct, i, i + 1);
+        ++i;
+        continue;
+      }
       std::string delim = ")" + std::string(s.substr(i + 2, open - i - 2)) + "\"";
       size_t e = s.find(delim, open);
       size_t end = e == std::string_view::npos ? n : e + delim.size();
@@ -46,8 +50,9 @@ std::vector<Token> lex(std::string_view s) {
       size_t b = i;
       while (i < n && isIdentChar(s[i])) ++i;
       // Encoding prefixes of string literals (u8"..", L'..') belong to the literal.
-      if (i < n && (s[i] == '"' || s[i] == '\'') && (s.substr(b, i - b) == "u8" || s.substr(b, i - b) == "u" ||
-                                                    s.substr(b, i - b) == "U" || s.substr(b, i - b) == "L")) {
+      if (i < n && (s[i] == '"' || s[i] == '\'') &&
+          (s.substr(b, i - b) == "u8" || s.substr(b, i - b) == "u" || s.substr(b, i - b) == "U" ||
+           s.substr(b, i - b) == "L")) {
         char q = s[i++];
         while (i < n && s[i] != q && s[i] != '\n') i += (s[i] == '\\') ? 2 : 1;
         i = std::min(n, i + 1);
@@ -55,10 +60,12 @@ std::vector<Token> lex(std::string_view s) {
       } else {
         push(TokKind::Identifier, b, i);
       }
-    } else if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+               (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
       size_t b = i;
       while (i < n && (isIdentChar(s[i]) || s[i] == '.' || s[i] == '\'' ||
-                       ((s[i] == '+' || s[i] == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P'))))
+                       ((s[i] == '+' || s[i] == '-') &&
+                        (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P'))))
         ++i;
       push(TokKind::Number, b, i);
     } else if (c == '"' || c == '\'') {
@@ -80,25 +87,37 @@ std::vector<Token> lex(std::string_view s) {
   return toks;
 }
 
-constexpr std::array<std::string_view, 26> kBuiltinAttributes = {
-    "dispatch_quadgroups_per_threadgroup", "dispatch_simdgroups_per_threadgroup",
-    "dispatch_threads_per_threadgroup",    "grid_origin",
-    "grid_size",                           "quadgroup_index_in_threadgroup",
-    "quadgroups_per_threadgroup",          "simdgroup_index_in_threadgroup",
-    "simdgroups_per_threadgroup",          "thread_execution_width",
-    "thread_index_in_quadgroup",           "thread_index_in_simdgroup",
-    "thread_index_in_threadgroup",         "thread_position_in_grid",
-    "thread_position_in_threadgroup",      "threadgroup_position_in_grid",
-    "threadgroups_per_grid",               "threads_per_grid",
-    "threads_per_simdgroup",               "threads_per_threadgroup",
-    "simdgroup_size",                      "quadgroup_size",
-    "thread_index_in_grid",                "dispatch_threads_per_grid",
-    "threadgroups_per_grid_size",          "thread_execution_width_in_grid"};
+constexpr std::array<std::string_view, 26> kBuiltinAttributes = {"dispatch_quadgroups_per_threadgroup",
+                                                                 "dispatch_simdgroups_per_threadgroup",
+                                                                 "dispatch_threads_per_threadgroup",
+                                                                 "grid_origin",
+                                                                 "grid_size",
+                                                                 "quadgroup_index_in_threadgroup",
+                                                                 "quadgroups_per_threadgroup",
+                                                                 "simdgroup_index_in_threadgroup",
+                                                                 "simdgroups_per_threadgroup",
+                                                                 "thread_execution_width",
+                                                                 "thread_index_in_quadgroup",
+                                                                 "thread_index_in_simdgroup",
+                                                                 "thread_index_in_threadgroup",
+                                                                 "thread_position_in_grid",
+                                                                 "thread_position_in_threadgroup",
+                                                                 "threadgroup_position_in_grid",
+                                                                 "threadgroups_per_grid",
+                                                                 "threads_per_grid",
+                                                                 "threads_per_simdgroup",
+                                                                 "threads_per_threadgroup",
+                                                                 "simdgroup_size",
+                                                                 "quadgroup_size",
+                                                                 "thread_index_in_grid",
+                                                                 "dispatch_threads_per_grid",
+                                                                 "threadgroups_per_grid_size",
+                                                                 "thread_execution_width_in_grid"};
 
 // Attributes that exist in Metal but not for compute kernels we can translate; kept so the compiler can name them.
 constexpr std::array<std::string_view, 14> kUnsupportedAttributes = {
-    "stage_in", "texture", "sampler", "id", "user", "position", "vertex_id", "instance_id",
-    "color", "raster_order_group", "imageblock_data", "payload", "mesh", "patch"};
+    "stage_in",           "texture",         "sampler", "id",   "user", "position", "vertex_id", "instance_id", "color",
+    "raster_order_group", "imageblock_data", "payload", "mesh", "patch"};
 
 bool isBuiltinAttribute(std::string_view n) {
   return std::find(kBuiltinAttributes.begin(), kBuiltinAttributes.end(), n) != kBuiltinAttributes.end();
@@ -125,7 +144,7 @@ class Rewriter {
         }
         continue;
       }
- if (t.kind == TokKind::Number) {
+      if (t.kind == TokKind::Number) {
         // Metal's half literals: 1.0h, 2h, 1e-3H.
         char last = t.text.back();
         bool hex = t.text.size() > 1 && (t.text[1] == 'x' || t.text[1] == 'X');
@@ -187,10 +206,14 @@ class Rewriter {
     int angle = 0;
     for (; i < toks_.size(); ++i) {
       std::string_view t = toks_[i].text;
-      if (t == "<") ++angle;
-      else if (t == ">") --angle;
-      else if (angle <= 0 && (t == ";" || t == "=" || t == "[" || t == "(" || t == "," || t == "{")) return false;
-      else if (angle <= 0 && (t == "*" || t == "&" || t == "&&")) return true;
+      if (t == "<")
+        ++angle;
+      else if (t == ">")
+        --angle;
+      else if (angle <= 0 && (t == ";" || t == "=" || t == "[" || t == "(" || t == "," || t == "{"))
+        return false;
+      else if (angle <= 0 && (t == "*" || t == "&" || t == "&&"))
+        return true;
     }
     return false;
   }
@@ -200,9 +223,12 @@ class Rewriter {
     int depth = 0;
     for (; i < toks_.size(); ++i) {
       std::string_view t = toks_[i].text;
-      if (t == "(" || t == "[" || t == "{" || t == "<") ++depth;
-      else if (t == ")" || t == "]" || t == "}" || t == ">") --depth;
-      else if (depth == 0 && t == "=") return;  // already initialized (not valid Metal; let clang say so)
+      if (t == "(" || t == "[" || t == "{" || t == "<")
+        ++depth;
+      else if (t == ")" || t == "]" || t == "}" || t == ">")
+        --depth;
+      else if (depth == 0 && t == "=")
+        return;  // already initialized (not valid Metal; let clang say so)
       else if (depth == 0 && (t == "," || t == ";")) {
         replace(toks_[i].begin, toks_[i].begin, " = {}");
         if (t == ";") return;
@@ -225,9 +251,12 @@ class Rewriter {
     int depth = 0;
     for (size_t j = open; j < toks_.size(); ++j) {
       std::string_view t = toks_[j].text;
-      if (t == "<") ++depth;
-      else if (t == ">") { if (--depth == 0) return j; }
-      else if (t == ";" || t == "{" || t == "}") return 0;
+      if (t == "<")
+        ++depth;
+      else if (t == ">") {
+        if (--depth == 0) return j;
+      } else if (t == ";" || t == "{" || t == "}")
+        return 0;
     }
     return 0;
   }
@@ -358,8 +387,8 @@ class Rewriter {
 }  // namespace
 
 bool isMetalVectorTypeName(std::string_view name) {
-  static constexpr std::array<std::string_view, 13> scalars = {"bool", "char", "uchar", "short", "ushort", "int", "uint",
-                                                               "long", "ulong", "half", "bfloat", "float", "double"};
+  static constexpr std::array<std::string_view, 13> scalars = {
+      "bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half", "bfloat", "float", "double"};
   if (name.size() < 2) return false;
   char last = name.back();
   if (last != '2' && last != '3' && last != '4') return false;
@@ -369,8 +398,8 @@ bool isMetalVectorTypeName(std::string_view name) {
 
 size_t RewrittenSource::originalOffset(size_t off) const {
   // Find the last edit that starts at or before `off`.
-  auto it = std::upper_bound(edits.begin(), edits.end(), off,
-                             [](size_t o, const Edit& e) { return o < e.rewrittenBegin; });
+  auto it =
+      std::upper_bound(edits.begin(), edits.end(), off, [](size_t o, const Edit& e) { return o < e.rewrittenBegin; });
   if (it == edits.begin()) return off;
   const Edit& e = *std::prev(it);
   if (off < e.rewrittenEnd) return e.originalBegin;

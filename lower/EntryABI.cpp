@@ -38,8 +38,8 @@ llvm::Value* convertBuiltin(llvm::IRBuilder<>& b, llvm::Value* v, llvm::Type* ta
   }
   if (!vt && tt) v = b.CreateVectorSplat(tt->getNumElements(), v);
   if (!targetElem->isIntegerTy()) return nullptr;
-  llvm::Type* dest = tt ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(targetElem, tt->getNumElements()))
-                        : targetElem;
+  llvm::Type* dest =
+      tt ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(targetElem, tt->getNumElements())) : targetElem;
   return b.CreateZExtOrTrunc(v, dest);
 }
 
@@ -148,8 +148,9 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
         ++bufferSlot;
         reflection.args.push_back({p.param.index, offset});
         llvm::Value* addr =
-            argBuffer ? static_cast<llvm::Value*>(b.CreateLoad(i64, b.CreateConstGEP1_32(b.getInt8Ty(), argBuffer, offset)))
-                      : callPseudo(b, pseudo::kPushI64, i64, {b.getInt32(offset)});
+            argBuffer
+                ? static_cast<llvm::Value*>(b.CreateLoad(i64, b.CreateConstGEP1_32(b.getInt8Ty(), argBuffer, offset)))
+                : callPseudo(b, pseudo::kPushI64, i64, {b.getInt32(offset)});
         if (t->isPointerTy()) {
           unsigned as = t->getPointerAddressSpace();
           if (as != kDeviceAS && as != kConstantAS) {

@@ -15,7 +15,7 @@ namespace m2v::lower {
 
 // LLVM address spaces of Metal's memory (clang's NVPTX numbering, whose generic space 0 contains the others, so C++
 // copies and member calls work on objects in any of them; docs/STDLIB.md).
-inline constexpr unsigned kGenericAS = 0;      // `thread` memory and pointers not yet resolved
+inline constexpr unsigned kGenericAS = 0;  // `thread` memory and pointers not yet resolved
 inline constexpr unsigned kDeviceAS = 1;
 inline constexpr unsigned kThreadgroupAS = 3;
 inline constexpr unsigned kConstantAS = 4;
@@ -28,11 +28,11 @@ bool isCrossLaneIntrinsic(llvm::StringRef name);
 
 // Pseudo-intrinsics created by the lowering (all start with "m2v.").
 namespace pseudo {
-inline constexpr const char* kPushI64 = "m2v.push.i64";        // i64 (i32 offset)
-inline constexpr const char* kPushGrid = "m2v.push.grid";      // <3 x i32> ()
-inline constexpr const char* kWorkgroupSize = "m2v.workgroup_size";  // <3 x i32> ()
+inline constexpr const char* kPushI64 = "m2v.push.i64";                                 // i64 (i32 offset)
+inline constexpr const char* kPushGrid = "m2v.push.grid";                               // <3 x i32> ()
+inline constexpr const char* kWorkgroupSize = "m2v.workgroup_size";                     // <3 x i32> ()
 inline constexpr const char* kNominalThreadgroupSize = "m2v.nominal_threadgroup_size";  // <3 x i32> ()
-inline constexpr const char* kSpecPrefix = "m2v.spec.";        // T (i32 spec id), one per type
+inline constexpr const char* kSpecPrefix = "m2v.spec.";                                 // T (i32 spec id), one per type
 inline constexpr const char* kBuiltinPrefix = "m2v.builtin.";  // workgroup_id, local_invocation_id, ...
 inline constexpr const char* kDynamicThreadgroupMD = "m2v.dynamic_threadgroup";  // !{i32 index} on AS3 globals
 }  // namespace pseudo

@@ -1,5 +1,6 @@
 // lowerEntry: the whole lowering for one entry point, from clang's module to IR the SPIR-V emitter accepts.
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/DebugInfo.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/ReplaceConstant.h>
@@ -8,19 +9,18 @@
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
 #include <llvm/Transforms/Scalar/ADCE.h>
+#include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Transforms/Scalar/InferAddressSpaces.h>
 #include <llvm/Transforms/Scalar/LoopIdiomRecognize.h>
-#include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Transforms/Scalar/StructurizeCFG.h>
+#include <llvm/Transforms/Utils/Debugify.h>
 #include <llvm/Transforms/Utils/FixIrreducible.h>
 #include <llvm/Transforms/Utils/LoopSimplify.h>
 #include <llvm/Transforms/Utils/LowerSwitch.h>
 #include <llvm/Transforms/Utils/UnifyFunctionExitNodes.h>
 #include <llvm/Transforms/Utils/UnifyLoopExits.h>
-#include <llvm/Transforms/Utils/Debugify.h>
-#include <llvm/IR/DebugInfo.h>
 
 #include "Intrinsics.h"
 #include "Passes.h"

@@ -18,7 +18,9 @@ static bool splitLoopHeaders(llvm::Function& f) {
   llvm::LoopInfo li(dt);
   std::vector<llvm::BasicBlock*> headers;
   for (llvm::Loop* l : li.getLoopsInPreorder()) headers.push_back(l->getHeader());
-  for (llvm::BasicBlock* h : headers) llvm::SplitBlock(h, h->getFirstNonPHIIt(), static_cast<llvm::DominatorTree*>(nullptr), nullptr, nullptr, h->getName() + ".body");
+  for (llvm::BasicBlock* h : headers)
+    llvm::SplitBlock(h, h->getFirstNonPHIIt(), static_cast<llvm::DominatorTree*>(nullptr), nullptr, nullptr,
+                     h->getName() + ".body");
   return !headers.empty();
 }
 

@@ -98,7 +98,8 @@ Id Builder::constant(Id type, uint64_t bits) {
   // 64-bit types take two words; narrower ones one, with the value in the low bits.
   unsigned width = scalarWidth(type);
   if (width < 32) bits &= (uint64_t(1) << width) - 1;
-  if (width == 64) return typeOrConstant(spv::Op::OpConstant, {static_cast<uint32_t>(bits), static_cast<uint32_t>(bits >> 32)}, type);
+  if (width == 64)
+    return typeOrConstant(spv::Op::OpConstant, {static_cast<uint32_t>(bits), static_cast<uint32_t>(bits >> 32)}, type);
   return typeOrConstant(spv::Op::OpConstant, {static_cast<uint32_t>(bits)}, type);
 }
 Id Builder::constantBool(bool v) {
@@ -146,31 +147,56 @@ Id Builder::specConstantComposite(Id type, const std::vector<Id>& parts) {
 std::string Builder::capabilityName(spv::Capability c) {
   using C = spv::Capability;
   switch (c) {
-    case C::Shader: return "Shader";
-    case C::Int8: return "Int8";
-    case C::Int16: return "Int16";
-    case C::Int64: return "Int64";
-    case C::Float16: return "Float16";
-    case C::Float64: return "Float64";
-    case C::Int64Atomics: return "Int64Atomics";
-    case C::PhysicalStorageBufferAddresses: return "PhysicalStorageBufferAddresses";
-    case C::StorageBuffer8BitAccess: return "StorageBuffer8BitAccess";
-    case C::StorageBuffer16BitAccess: return "StorageBuffer16BitAccess";
-    case C::GroupNonUniform: return "GroupNonUniform";
-    case C::GroupNonUniformVote: return "GroupNonUniformVote";
-    case C::GroupNonUniformArithmetic: return "GroupNonUniformArithmetic";
-    case C::GroupNonUniformBallot: return "GroupNonUniformBallot";
-    case C::GroupNonUniformShuffle: return "GroupNonUniformShuffle";
-    case C::GroupNonUniformShuffleRelative: return "GroupNonUniformShuffleRelative";
-    case C::GroupNonUniformClustered: return "GroupNonUniformClustered";
-    case C::GroupNonUniformQuad: return "GroupNonUniformQuad";
-    case C::AtomicFloat32AddEXT: return "AtomicFloat32AddEXT";
-    case C::AtomicFloat64AddEXT: return "AtomicFloat64AddEXT";
-    case C::AtomicFloat16AddEXT: return "AtomicFloat16AddEXT";
-    case C::AtomicFloat32MinMaxEXT: return "AtomicFloat32MinMaxEXT";
-    case C::AtomicFloat64MinMaxEXT: return "AtomicFloat64MinMaxEXT";
-    case C::AtomicFloat16MinMaxEXT: return "AtomicFloat16MinMaxEXT";
-    default: return "Capability" + std::to_string(static_cast<uint32_t>(c));
+    case C::Shader:
+      return "Shader";
+    case C::Int8:
+      return "Int8";
+    case C::Int16:
+      return "Int16";
+    case C::Int64:
+      return "Int64";
+    case C::Float16:
+      return "Float16";
+    case C::Float64:
+      return "Float64";
+    case C::Int64Atomics:
+      return "Int64Atomics";
+    case C::PhysicalStorageBufferAddresses:
+      return "PhysicalStorageBufferAddresses";
+    case C::StorageBuffer8BitAccess:
+      return "StorageBuffer8BitAccess";
+    case C::StorageBuffer16BitAccess:
+      return "StorageBuffer16BitAccess";
+    case C::GroupNonUniform:
+      return "GroupNonUniform";
+    case C::GroupNonUniformVote:
+      return "GroupNonUniformVote";
+    case C::GroupNonUniformArithmetic:
+      return "GroupNonUniformArithmetic";
+    case C::GroupNonUniformBallot:
+      return "GroupNonUniformBallot";
+    case C::GroupNonUniformShuffle:
+      return "GroupNonUniformShuffle";
+    case C::GroupNonUniformShuffleRelative:
+      return "GroupNonUniformShuffleRelative";
+    case C::GroupNonUniformClustered:
+      return "GroupNonUniformClustered";
+    case C::GroupNonUniformQuad:
+      return "GroupNonUniformQuad";
+    case C::AtomicFloat32AddEXT:
+      return "AtomicFloat32AddEXT";
+    case C::AtomicFloat64AddEXT:
+      return "AtomicFloat64AddEXT";
+    case C::AtomicFloat16AddEXT:
+      return "AtomicFloat16AddEXT";
+    case C::AtomicFloat32MinMaxEXT:
+      return "AtomicFloat32MinMaxEXT";
+    case C::AtomicFloat64MinMaxEXT:
+      return "AtomicFloat64MinMaxEXT";
+    case C::AtomicFloat16MinMaxEXT:
+      return "AtomicFloat16MinMaxEXT";
+    default:
+      return "Capability" + std::to_string(static_cast<uint32_t>(c));
   }
 }
 

@@ -11,11 +11,47 @@ using spv::Op;
 
 namespace GLSL {
 enum : uint32_t {
-  RoundEven = 2, Trunc = 3, FAbs = 4, SAbs = 5, FSign = 6, Floor = 8, Ceil = 9, Fract = 10, Sin = 13, Cos = 14,
-  Tan = 15, Asin = 16, Acos = 17, Atan = 18, Sinh = 19, Cosh = 20, Tanh = 21, Asinh = 22, Acosh = 23, Atanh = 24,
-  Atan2 = 25, Pow = 26, Exp = 27, Log = 28, Exp2 = 29, Log2 = 30, Sqrt = 31, InverseSqrt = 32, FMin = 37, UMin = 38,
-  SMin = 39, FMax = 40, UMax = 41, SMax = 42, Fma = 50, FrexpStruct = 52, Ldexp = 53, FindILsb = 73, FindUMsb = 75,
-  NMin = 79, NMax = 80,
+  RoundEven = 2,
+  Trunc = 3,
+  FAbs = 4,
+  SAbs = 5,
+  FSign = 6,
+  Floor = 8,
+  Ceil = 9,
+  Fract = 10,
+  Sin = 13,
+  Cos = 14,
+  Tan = 15,
+  Asin = 16,
+  Acos = 17,
+  Atan = 18,
+  Sinh = 19,
+  Cosh = 20,
+  Tanh = 21,
+  Asinh = 22,
+  Acosh = 23,
+  Atanh = 24,
+  Atan2 = 25,
+  Pow = 26,
+  Exp = 27,
+  Log = 28,
+  Exp2 = 29,
+  Log2 = 30,
+  Sqrt = 31,
+  InverseSqrt = 32,
+  FMin = 37,
+  UMin = 38,
+  SMin = 39,
+  FMax = 40,
+  UMax = 41,
+  SMax = 42,
+  Fma = 50,
+  FrexpStruct = 52,
+  Ldexp = 53,
+  FindILsb = 73,
+  FindUMsb = 75,
+  NMin = 79,
+  NMax = 80,
 };
 }
 
@@ -42,7 +78,8 @@ Id Emitter::emitCall(const llvm::CallInst& call) {
   if (f->getName().starts_with("m2v.")) return emitPseudoIntrinsic(call, f->getName());
   if (auto name = lower::stdlibIntrinsicName(*f)) return emitStdlibIntrinsic(call, *name);
   std::string pretty = llvm::demangle(f->getName().str());
-  if (!f->isDeclaration()) unsupported(&call, "a call to '" + pretty + "' that could not be inlined (recursion is not supported)");
+  if (!f->isDeclaration())
+    unsupported(&call, "a call to '" + pretty + "' that could not be inlined (recursion is not supported)");
   unsupported(&call, "a call to '" + pretty + "', which has no definition");
 }
 
@@ -52,7 +89,10 @@ Id Emitter::emitCall(const llvm::CallInst& call) {
 Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id) {
   llvm::Type* t = call.getType();
   auto arg = [&](unsigned k) { return value(call.getArgOperand(k)); };
-  auto done = [&](Id r) { define(&call, r); return r; };
+  auto done = [&](Id r) {
+    define(&call, r);
+    return r;
+  };
   llvm::LLVMContext& ctx = module_.getContext();
 
   // Floating-point math through GLSL.std.450. bfloat and double go through float where GLSL has no such precision.
@@ -99,45 +139,73 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
     case llvm::Intrinsic::arithmetic_fence:
       return done(arg(0));
 
-    case llvm::Intrinsic::sqrt: return floatMath(GLSL::Sqrt, 1, true);
-    case llvm::Intrinsic::exp: return floatMath(GLSL::Exp, 1, false);
-    case llvm::Intrinsic::exp2: return floatMath(GLSL::Exp2, 1, false);
-    case llvm::Intrinsic::log: return floatMath(GLSL::Log, 1, false);
-    case llvm::Intrinsic::log2: return floatMath(GLSL::Log2, 1, false);
-    case llvm::Intrinsic::pow: return floatMath(GLSL::Pow, 2, false);
-    case llvm::Intrinsic::sin: return floatMath(GLSL::Sin, 1, false);
-    case llvm::Intrinsic::cos: return floatMath(GLSL::Cos, 1, false);
-    case llvm::Intrinsic::tan: return floatMath(GLSL::Tan, 1, false);
-    case llvm::Intrinsic::asin: return floatMath(GLSL::Asin, 1, false);
-    case llvm::Intrinsic::acos: return floatMath(GLSL::Acos, 1, false);
-    case llvm::Intrinsic::atan: return floatMath(GLSL::Atan, 1, false);
-    case llvm::Intrinsic::atan2: return floatMath(GLSL::Atan2, 2, false);
-    case llvm::Intrinsic::sinh: return floatMath(GLSL::Sinh, 1, false);
-    case llvm::Intrinsic::cosh: return floatMath(GLSL::Cosh, 1, false);
-    case llvm::Intrinsic::tanh: return floatMath(GLSL::Tanh, 1, false);
-    case llvm::Intrinsic::floor: return floatMath(GLSL::Floor, 1, true);
-    case llvm::Intrinsic::ceil: return floatMath(GLSL::Ceil, 1, true);
-    case llvm::Intrinsic::trunc: return floatMath(GLSL::Trunc, 1, true);
+    case llvm::Intrinsic::sqrt:
+      return floatMath(GLSL::Sqrt, 1, true);
+    case llvm::Intrinsic::exp:
+      return floatMath(GLSL::Exp, 1, false);
+    case llvm::Intrinsic::exp2:
+      return floatMath(GLSL::Exp2, 1, false);
+    case llvm::Intrinsic::log:
+      return floatMath(GLSL::Log, 1, false);
+    case llvm::Intrinsic::log2:
+      return floatMath(GLSL::Log2, 1, false);
+    case llvm::Intrinsic::pow:
+      return floatMath(GLSL::Pow, 2, false);
+    case llvm::Intrinsic::sin:
+      return floatMath(GLSL::Sin, 1, false);
+    case llvm::Intrinsic::cos:
+      return floatMath(GLSL::Cos, 1, false);
+    case llvm::Intrinsic::tan:
+      return floatMath(GLSL::Tan, 1, false);
+    case llvm::Intrinsic::asin:
+      return floatMath(GLSL::Asin, 1, false);
+    case llvm::Intrinsic::acos:
+      return floatMath(GLSL::Acos, 1, false);
+    case llvm::Intrinsic::atan:
+      return floatMath(GLSL::Atan, 1, false);
+    case llvm::Intrinsic::atan2:
+      return floatMath(GLSL::Atan2, 2, false);
+    case llvm::Intrinsic::sinh:
+      return floatMath(GLSL::Sinh, 1, false);
+    case llvm::Intrinsic::cosh:
+      return floatMath(GLSL::Cosh, 1, false);
+    case llvm::Intrinsic::tanh:
+      return floatMath(GLSL::Tanh, 1, false);
+    case llvm::Intrinsic::floor:
+      return floatMath(GLSL::Floor, 1, true);
+    case llvm::Intrinsic::ceil:
+      return floatMath(GLSL::Ceil, 1, true);
+    case llvm::Intrinsic::trunc:
+      return floatMath(GLSL::Trunc, 1, true);
     case llvm::Intrinsic::roundeven:
     case llvm::Intrinsic::rint:
-    case llvm::Intrinsic::nearbyint: return floatMath(GLSL::RoundEven, 1, true);
-    case llvm::Intrinsic::fabs: return floatMath(GLSL::FAbs, 1, true);
+    case llvm::Intrinsic::nearbyint:
+      return floatMath(GLSL::RoundEven, 1, true);
+    case llvm::Intrinsic::fabs:
+      return floatMath(GLSL::FAbs, 1, true);
     case llvm::Intrinsic::fma:
-    case llvm::Intrinsic::fmuladd: return floatMath(GLSL::Fma, 3, true);
+    case llvm::Intrinsic::fmuladd:
+      return floatMath(GLSL::Fma, 3, true);
     case llvm::Intrinsic::minnum:
-    case llvm::Intrinsic::minimumnum: return floatMath(GLSL::NMin, 2, true);
+    case llvm::Intrinsic::minimumnum:
+      return floatMath(GLSL::NMin, 2, true);
     case llvm::Intrinsic::maxnum:
-    case llvm::Intrinsic::maximumnum: return floatMath(GLSL::NMax, 2, true);
-    case llvm::Intrinsic::minimum: return floatMath(GLSL::FMin, 2, true);
-    case llvm::Intrinsic::maximum: return floatMath(GLSL::FMax, 2, true);
+    case llvm::Intrinsic::maximumnum:
+      return floatMath(GLSL::NMax, 2, true);
+    case llvm::Intrinsic::minimum:
+      return floatMath(GLSL::FMin, 2, true);
+    case llvm::Intrinsic::maximum:
+      return floatMath(GLSL::FMax, 2, true);
     case llvm::Intrinsic::log10:
     case llvm::Intrinsic::exp10: {
       bool isLog = id == llvm::Intrinsic::log10;
       llvm::Type* st = t->getScalarType();
       llvm::Type* ft = withElement(t, llvm::Type::getFloatTy(ctx));
       Id x = arg(0);
-      if (st->isBFloatTy()) x = bfloatToFloat(x, t);
-      else if (!st->isFloatTy()) x = b_.op(Op::OpFConvert, typeOf(ft), {x});
+      if (st->isBFloatTy())
+        x = bfloatToFloat(x, t);
+      else if (!st->isFloatTy())
+        x = b_.op(Op::OpFConvert, typeOf(ft), {x});
       float k = isLog ? 0.30102999566398119521f : 3.32192809488736234787f;
       uint32_t kbits;
       std::memcpy(&kbits, &k, 4);
@@ -173,15 +241,22 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
       if (t->getScalarType()->isBFloatTy()) unsupported(&call, "ldexp on bfloat");
       Id e = arg(1);
       llvm::Type* et = call.getArgOperand(1)->getType();
-      if (et->getScalarSizeInBits() != 32) e = b_.op(Op::OpSConvert, typeOf(withElement(et, llvm::Type::getInt32Ty(ctx))), {e});
+      if (et->getScalarSizeInBits() != 32)
+        e = b_.op(Op::OpSConvert, typeOf(withElement(et, llvm::Type::getInt32Ty(ctx))), {e});
       return done(glsl(typeOf(t), GLSL::Ldexp, {arg(0), e}));
     }
-    case llvm::Intrinsic::frexp: return done(glsl(typeOf(t), GLSL::FrexpStruct, {arg(0)}));
-    case llvm::Intrinsic::umin: return intBinary(GLSL::UMin);
-    case llvm::Intrinsic::umax: return intBinary(GLSL::UMax);
-    case llvm::Intrinsic::smin: return intBinary(GLSL::SMin);
-    case llvm::Intrinsic::smax: return intBinary(GLSL::SMax);
-    case llvm::Intrinsic::abs: return done(glsl(typeOf(t), GLSL::SAbs, {arg(0)}));
+    case llvm::Intrinsic::frexp:
+      return done(glsl(typeOf(t), GLSL::FrexpStruct, {arg(0)}));
+    case llvm::Intrinsic::umin:
+      return intBinary(GLSL::UMin);
+    case llvm::Intrinsic::umax:
+      return intBinary(GLSL::UMax);
+    case llvm::Intrinsic::smin:
+      return intBinary(GLSL::SMin);
+    case llvm::Intrinsic::smax:
+      return intBinary(GLSL::SMax);
+    case llvm::Intrinsic::abs:
+      return done(glsl(typeOf(t), GLSL::SAbs, {arg(0)}));
 
     case llvm::Intrinsic::ctpop:
     case llvm::Intrinsic::bitreverse:
@@ -193,8 +268,10 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
       Id i32 = typeOf(i32t);
       auto on32 = [&](Id x) -> Id {  // the operation on a 32-bit value
         switch (id) {
-          case llvm::Intrinsic::ctpop: return b_.op(Op::OpBitCount, i32, {x});
-          case llvm::Intrinsic::bitreverse: return b_.op(Op::OpBitReverse, i32, {x});
+          case llvm::Intrinsic::ctpop:
+            return b_.op(Op::OpBitCount, i32, {x});
+          case llvm::Intrinsic::bitreverse:
+            return b_.op(Op::OpBitReverse, i32, {x});
           case llvm::Intrinsic::ctlz: {
             Id msb = glsl(i32, GLSL::FindUMsb, {x});  // -1 for 0, so 31 - msb = 32
             return b_.op(Op::OpISub, i32, {splatInt(i32t, 31), msb});
@@ -211,12 +288,18 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
       if (w < 32) {
         Id wide = b_.op(Op::OpUConvert, i32, {x});
         Id r;
-        if (id == llvm::Intrinsic::bitreverse) r = b_.op(Op::OpShiftRightLogical, i32, {on32(wide), splatInt(i32t, 32 - w)});
-        else if (id == llvm::Intrinsic::ctlz) r = b_.op(Op::OpISub, i32, {on32(wide), splatInt(i32t, 32 - w)});
+        if (id == llvm::Intrinsic::bitreverse)
+          r = b_.op(Op::OpShiftRightLogical, i32, {on32(wide), splatInt(i32t, 32 - w)});
+        else if (id == llvm::Intrinsic::ctlz)
+          r = b_.op(Op::OpISub, i32, {on32(wide), splatInt(i32t, 32 - w)});
         else if (id == llvm::Intrinsic::cttz) {
           Id c = on32(wide);
-          r = b_.op(Op::OpSelect, i32, {b_.op(Op::OpUGreaterThan, typeOf(withElement(t, llvm::Type::getInt1Ty(ctx))), {c, splatInt(i32t, w)}), splatInt(i32t, w), c});
-        } else r = on32(wide);
+          r = b_.op(
+              Op::OpSelect, i32,
+              {b_.op(Op::OpUGreaterThan, typeOf(withElement(t, llvm::Type::getInt1Ty(ctx))), {c, splatInt(i32t, w)}),
+               splatInt(i32t, w), c});
+        } else
+          r = on32(wide);
         return done(b_.op(Op::OpUConvert, typeOf(t), {r}));
       }
       if (w != 64) unsupported(&call, "bit operation on " + std::to_string(w) + "-bit integers");
@@ -229,7 +312,8 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
       } else if (id == llvm::Intrinsic::bitreverse) {
         Id newHi = b_.op(Op::OpUConvert, typeOf(t), {on32(lo)});
         Id newLo = b_.op(Op::OpUConvert, typeOf(t), {on32(hi)});
-        r = b_.op(Op::OpBitwiseOr, typeOf(t), {b_.op(Op::OpShiftLeftLogical, typeOf(t), {newHi, splatInt(t, 32)}), newLo});
+        r = b_.op(Op::OpBitwiseOr, typeOf(t),
+                  {b_.op(Op::OpShiftLeftLogical, typeOf(t), {newHi, splatInt(t, 32)}), newLo});
       } else if (id == llvm::Intrinsic::ctlz) {
         Id hiZero = b_.op(Op::OpIEqual, typeOf(bt), {hi, splatInt(i32t, 0)});
         Id c = b_.op(Op::OpSelect, i32, {hiZero, b_.op(Op::OpIAdd, i32, {on32(lo), splatInt(i32t, 32)}), on32(hi)});
@@ -247,7 +331,8 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
       Id r = 0;
       for (unsigned byte = 0; byte < w / 8; ++byte) {
         unsigned from = byte * 8, to = w - 8 - byte * 8;
-        Id part = b_.op(Op::OpBitwiseAnd, typeOf(t), {b_.op(Op::OpShiftRightLogical, typeOf(t), {x, splatInt(t, from)}), splatInt(t, 0xff)});
+        Id part = b_.op(Op::OpBitwiseAnd, typeOf(t),
+                        {b_.op(Op::OpShiftRightLogical, typeOf(t), {x, splatInt(t, from)}), splatInt(t, 0xff)});
         part = b_.op(Op::OpShiftLeftLogical, typeOf(t), {part, splatInt(t, to)});
         r = r ? b_.op(Op::OpBitwiseOr, typeOf(t), {r, part}) : part;
       }
@@ -262,9 +347,17 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
       Id zero = b_.op(Op::OpIEqual, typeOf(withElement(t, llvm::Type::getInt1Ty(ctx))), {s, splatInt(t, 0)});
       Id r;
       if (id == llvm::Intrinsic::fshl)
-        r = b_.op(Op::OpSelect, typeOf(t), {zero, a, b_.op(Op::OpBitwiseOr, typeOf(t), {b_.op(Op::OpShiftLeftLogical, typeOf(t), {a, s}), b_.op(Op::OpShiftRightLogical, typeOf(t), {bb, inv})})});
+        r = b_.op(Op::OpSelect, typeOf(t),
+                  {zero, a,
+                   b_.op(Op::OpBitwiseOr, typeOf(t),
+                         {b_.op(Op::OpShiftLeftLogical, typeOf(t), {a, s}),
+                          b_.op(Op::OpShiftRightLogical, typeOf(t), {bb, inv})})});
       else
-        r = b_.op(Op::OpSelect, typeOf(t), {zero, bb, b_.op(Op::OpBitwiseOr, typeOf(t), {b_.op(Op::OpShiftLeftLogical, typeOf(t), {a, inv}), b_.op(Op::OpShiftRightLogical, typeOf(t), {bb, s})})});
+        r = b_.op(Op::OpSelect, typeOf(t),
+                  {zero, bb,
+                   b_.op(Op::OpBitwiseOr, typeOf(t),
+                         {b_.op(Op::OpShiftLeftLogical, typeOf(t), {a, inv}),
+                          b_.op(Op::OpShiftRightLogical, typeOf(t), {bb, s})})});
       return done(r);
     }
     case llvm::Intrinsic::uadd_sat:
@@ -322,9 +415,12 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
       Id pos = b_.op(Op::OpLogicalNot, bt, {neg});
       Id isZero = b_.op(Op::OpFOrdEqual, bt, {x, constantValue(llvm::ConstantFP::get(vt, 0.0))});
       Id absx = glsl(typeOf(vt), GLSL::FAbs, {x});
-      Id tiny = b_.op(Op::OpFOrdLessThan, bt, {absx, constantValue(llvm::ConstantFP::get(vt, llvm::APFloat::getSmallestNormalized(vt->getScalarType()->getFltSemantics())))});
+      Id tiny = b_.op(Op::OpFOrdLessThan, bt,
+                      {absx, constantValue(llvm::ConstantFP::get(
+                                 vt, llvm::APFloat::getSmallestNormalized(vt->getScalarType()->getFltSemantics())))});
       Id isSub = b_.op(Op::OpLogicalAnd, bt, {tiny, b_.op(Op::OpLogicalNot, bt, {isZero})});
-      Id special = b_.op(Op::OpLogicalOr, bt, {b_.op(Op::OpLogicalOr, bt, {isNan, isInf}), b_.op(Op::OpLogicalOr, bt, {isZero, isSub})});
+      Id special = b_.op(Op::OpLogicalOr, bt,
+                         {b_.op(Op::OpLogicalOr, bt, {isNan, isInf}), b_.op(Op::OpLogicalOr, bt, {isZero, isSub})});
       Id isNormal = b_.op(Op::OpLogicalNot, bt, {special});
       Id result = 0;
       auto add = [&](Id c) { result = result ? b_.op(Op::OpLogicalOr, bt, {result, c}) : c; };
@@ -359,22 +455,45 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
       for (unsigned k = 1; k < vt->getNumElements(); ++k) {
         Id e = b_.op(Op::OpCompositeExtract, typeOf(t), {v, k});
         switch (id) {
-          case llvm::Intrinsic::vector_reduce_add: acc = b_.op(Op::OpIAdd, typeOf(t), {acc, e}); break;
-          case llvm::Intrinsic::vector_reduce_mul: acc = b_.op(Op::OpIMul, typeOf(t), {acc, e}); break;
-          case llvm::Intrinsic::vector_reduce_and: acc = b_.op(isBool ? Op::OpLogicalAnd : Op::OpBitwiseAnd, typeOf(t), {acc, e}); break;
-          case llvm::Intrinsic::vector_reduce_or: acc = b_.op(isBool ? Op::OpLogicalOr : Op::OpBitwiseOr, typeOf(t), {acc, e}); break;
-          case llvm::Intrinsic::vector_reduce_xor: acc = b_.op(isBool ? Op::OpLogicalNotEqual : Op::OpBitwiseXor, typeOf(t), {acc, e}); break;
-          case llvm::Intrinsic::vector_reduce_smax: acc = glsl(typeOf(t), GLSL::SMax, {acc, e}); break;
-          case llvm::Intrinsic::vector_reduce_smin: acc = glsl(typeOf(t), GLSL::SMin, {acc, e}); break;
-          case llvm::Intrinsic::vector_reduce_umax: acc = glsl(typeOf(t), GLSL::UMax, {acc, e}); break;
-          case llvm::Intrinsic::vector_reduce_umin: acc = glsl(typeOf(t), GLSL::UMin, {acc, e}); break;
-          case llvm::Intrinsic::vector_reduce_fmax: acc = glsl(typeOf(t), GLSL::NMax, {acc, e}); break;
-          default: acc = glsl(typeOf(t), GLSL::NMin, {acc, e}); break;
+          case llvm::Intrinsic::vector_reduce_add:
+            acc = b_.op(Op::OpIAdd, typeOf(t), {acc, e});
+            break;
+          case llvm::Intrinsic::vector_reduce_mul:
+            acc = b_.op(Op::OpIMul, typeOf(t), {acc, e});
+            break;
+          case llvm::Intrinsic::vector_reduce_and:
+            acc = b_.op(isBool ? Op::OpLogicalAnd : Op::OpBitwiseAnd, typeOf(t), {acc, e});
+            break;
+          case llvm::Intrinsic::vector_reduce_or:
+            acc = b_.op(isBool ? Op::OpLogicalOr : Op::OpBitwiseOr, typeOf(t), {acc, e});
+            break;
+          case llvm::Intrinsic::vector_reduce_xor:
+            acc = b_.op(isBool ? Op::OpLogicalNotEqual : Op::OpBitwiseXor, typeOf(t), {acc, e});
+            break;
+          case llvm::Intrinsic::vector_reduce_smax:
+            acc = glsl(typeOf(t), GLSL::SMax, {acc, e});
+            break;
+          case llvm::Intrinsic::vector_reduce_smin:
+            acc = glsl(typeOf(t), GLSL::SMin, {acc, e});
+            break;
+          case llvm::Intrinsic::vector_reduce_umax:
+            acc = glsl(typeOf(t), GLSL::UMax, {acc, e});
+            break;
+          case llvm::Intrinsic::vector_reduce_umin:
+            acc = glsl(typeOf(t), GLSL::UMin, {acc, e});
+            break;
+          case llvm::Intrinsic::vector_reduce_fmax:
+            acc = glsl(typeOf(t), GLSL::NMax, {acc, e});
+            break;
+          default:
+            acc = glsl(typeOf(t), GLSL::NMin, {acc, e});
+            break;
         }
       }
       return done(acc);
     }
-    default: break;
+    default:
+      break;
   }
   unsupported(&call, "LLVM intrinsic '" + llvm::Intrinsic::getBaseName(id).str() + "'");
 }
@@ -386,7 +505,10 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
   llvm::Type* t = call.getType();
   llvm::LLVMContext& ctx = module_.getContext();
   auto arg = [&](unsigned k) { return value(call.getArgOperand(k)); };
-  auto done = [&](Id r) { define(&call, r); return r; };
+  auto done = [&](Id r) {
+    define(&call, r);
+    return r;
+  };
   Id subgroup = constU32(static_cast<uint32_t>(spv::Scope::Subgroup));
 
   auto asU32 = [&](unsigned k) {
@@ -398,7 +520,8 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
   if (name == "threadgroup_barrier" || name == "simdgroup_barrier") {
     bool tg = name == "threadgroup_barrier";
     uint32_t flags = 3;
-    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(call.getArgOperand(0))) flags = static_cast<uint32_t>(c->getZExtValue());
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(call.getArgOperand(0)))
+      flags = static_cast<uint32_t>(c->getZExtValue());
     uint32_t sem = 0;
     if (flags & 2) sem |= static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory);
     if (flags & 1) sem |= static_cast<uint32_t>(spv::MemorySemanticsMask::UniformMemory);
@@ -472,7 +595,8 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
       return done(b_.op(o, typeOf(t), {subgroup, static_cast<uint32_t>(spv::GroupOperation::Reduce), arg(0)}));
     }
     useSubgroups(spv::Capability::GroupNonUniformClustered);
-    return done(b_.op(o, typeOf(t), {subgroup, static_cast<uint32_t>(spv::GroupOperation::ClusteredReduce), arg(0), constU32(4)}));
+    return done(b_.op(o, typeOf(t),
+                      {subgroup, static_cast<uint32_t>(spv::GroupOperation::ClusteredReduce), arg(0), constU32(4)}));
   }
   if (op.rfind("scan_", 0) == 0) {
     bool inclusive = op.rfind("scan_incl_", 0) == 0;
@@ -485,7 +609,7 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
     // Within a quad: two doubling steps, then shift by one lane for the exclusive form.
     Op scalarOp = op.substr(10) == "add" ? (isFloat ? Op::OpFAdd : Op::OpIAdd) : (isFloat ? Op::OpFMul : Op::OpIMul);
     Id identity = op.substr(10) == "add" ? b_.constantNull(typeOf(t))
-                                        : (isFloat ? constantValue(llvm::ConstantFP::get(t, 1.0)) : intConst(t, 1));
+                                         : (isFloat ? constantValue(llvm::ConstantFP::get(t, 1.0)) : intConst(t, 1));
     useSubgroups(spv::Capability::GroupNonUniformShuffleRelative);
     Id r = arg(0);
     for (uint32_t d : {1u, 2u}) {
@@ -520,7 +644,8 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
     Id pos = isQuad ? inQuad() : lane();
     Id size = isQuad ? constU32(4) : subgroupSize();
     Id srcPos = up ? b_.op(Op::OpISub, u32(), {pos, d}) : b_.op(Op::OpIAdd, u32(), {pos, d});
-    Id valid = up ? b_.op(Op::OpUGreaterThanEqual, boolType(), {pos, d}) : b_.op(Op::OpULessThan, boolType(), {srcPos, size});
+    Id valid =
+        up ? b_.op(Op::OpUGreaterThanEqual, boolType(), {pos, d}) : b_.op(Op::OpULessThan, boolType(), {srcPos, size});
     Id src = isQuad ? b_.op(Op::OpBitwiseOr, u32(), {quadBase(), b_.op(Op::OpBitwiseAnd, u32(), {srcPos, constU32(3)})})
                     : b_.op(Op::OpBitwiseAnd, u32(), {srcPos, b_.op(Op::OpISub, u32(), {size, constU32(1)})});
     Id r = shuffle(arg(0), src);
@@ -531,8 +656,9 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
     Id d = asU32(1);
     Id pos = isQuad ? inQuad() : lane();
     Id size = isQuad ? constU32(4) : subgroupSize();
-    Id srcPos = up ? b_.op(Op::OpISub, u32(), {b_.op(Op::OpIAdd, u32(), {pos, size}), b_.op(Op::OpUMod, u32(), {d, size})})
-                   : b_.op(Op::OpIAdd, u32(), {pos, d});
+    Id srcPos =
+        up ? b_.op(Op::OpISub, u32(), {b_.op(Op::OpIAdd, u32(), {pos, size}), b_.op(Op::OpUMod, u32(), {d, size})})
+           : b_.op(Op::OpIAdd, u32(), {pos, d});
     srcPos = b_.op(Op::OpUMod, u32(), {srcPos, size});
     Id src = isQuad ? b_.op(Op::OpBitwiseOr, u32(), {quadBase(), srcPos}) : srcPos;
     return done(shuffle(arg(0), src));
@@ -551,7 +677,8 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
     return b_.op(Op::OpCompositeExtract, u32(), {b4, 0});
   };
   auto quadBits = [&](Id pred) {
-    return b_.op(Op::OpBitwiseAnd, u32(), {b_.op(Op::OpShiftRightLogical, u32(), {ballotWord(pred), quadBase()}), constU32(0xF)});
+    return b_.op(Op::OpBitwiseAnd, u32(),
+                 {b_.op(Op::OpShiftRightLogical, u32(), {ballotWord(pred), quadBase()}), constU32(0xF)});
   };
   if (isQuad && op == "broadcast_first") {
     Id first = glsl(u32(), GLSL::FindILsb, {quadBits(b_.constantBool(true))});
@@ -560,7 +687,8 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
   if (op == "all" || op == "any") {
     if (!isQuad) {
       useSubgroups(spv::Capability::GroupNonUniformVote);
-      return done(b_.op(op == "all" ? Op::OpGroupNonUniformAll : Op::OpGroupNonUniformAny, boolType(), {subgroup, arg(0)}));
+      return done(
+          b_.op(op == "all" ? Op::OpGroupNonUniformAll : Op::OpGroupNonUniformAny, boolType(), {subgroup, arg(0)}));
     }
     Id bits = quadBits(arg(0));
     if (op == "any") return done(b_.op(Op::OpINotEqual, boolType(), {bits, constU32(0)}));
@@ -589,7 +717,10 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
 
 Id Emitter::emitPseudoIntrinsic(const llvm::CallInst& call, llvm::StringRef name) {
   llvm::Type* t = call.getType();
-  auto done = [&](Id r) { define(&call, r); return r; };
+  auto done = [&](Id r) {
+    define(&call, r);
+    return r;
+  };
   auto constArg = [&](unsigned k) {
     return static_cast<uint32_t>(llvm::cast<llvm::ConstantInt>(call.getArgOperand(k))->getZExtValue());
   };
@@ -615,7 +746,8 @@ Id Emitter::emitPseudoIntrinsic(const llvm::CallInst& call, llvm::StringRef name
     if (which == "num_workgroups") return done(builtinInput(spv::BuiltIn::NumWorkgroups, type));
     useSubgroups(spv::Capability::GroupNonUniform);
     if (which == "subgroup_id") return done(builtinInput(spv::BuiltIn::SubgroupId, type));
-    if (which == "subgroup_local_invocation_id") return done(builtinInput(spv::BuiltIn::SubgroupLocalInvocationId, type));
+    if (which == "subgroup_local_invocation_id")
+      return done(builtinInput(spv::BuiltIn::SubgroupLocalInvocationId, type));
     if (which == "subgroup_size") return done(builtinInput(spv::BuiltIn::SubgroupSize, type));
     if (which == "num_subgroups") return done(builtinInput(spv::BuiltIn::NumSubgroups, type));
   }

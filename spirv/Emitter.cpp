@@ -87,13 +87,12 @@ Id Emitter::typeOf(llvm::Type* t) {
 }
 
 llvm::Type* Emitter::withElement(llvm::Type* t, llvm::Type* elem) {
-  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) return llvm::FixedVectorType::get(elem, vt->getNumElements());
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t))
+    return llvm::FixedVectorType::get(elem, vt->getNumElements());
   return elem;
 }
 
-Id Emitter::intConst(llvm::Type* t, uint64_t v) {
-  return constantValue(llvm::ConstantInt::get(t, v));
-}
+Id Emitter::intConst(llvm::Type* t, uint64_t v) { return constantValue(llvm::ConstantInt::get(t, v)); }
 
 Id Emitter::splatLike(llvm::Type* like, Id scalar) {
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like); vt && vt->getNumElements() > 1)
@@ -121,7 +120,8 @@ Id Emitter::floatToBfloat(Id v, llvm::Type* bfType) {
   llvm::Type* i32 = withElement(bfType, llvm::Type::getInt32Ty(ctx));
   llvm::Type* i1 = withElement(bfType, llvm::Type::getInt1Ty(ctx));
   Id bits = b_.op(Op::OpBitcast, typeOf(i32), {v});
-  Id lsb = b_.op(Op::OpBitwiseAnd, typeOf(i32), {b_.op(Op::OpShiftRightLogical, typeOf(i32), {bits, intConst(i32, 16)}), intConst(i32, 1)});
+  Id lsb = b_.op(Op::OpBitwiseAnd, typeOf(i32),
+                 {b_.op(Op::OpShiftRightLogical, typeOf(i32), {bits, intConst(i32, 16)}), intConst(i32, 1)});
   Id rounded = b_.op(Op::OpIAdd, typeOf(i32), {bits, b_.op(Op::OpIAdd, typeOf(i32), {lsb, intConst(i32, 0x7fff)})});
   Id isNan = b_.op(Op::OpIsNan, typeOf(i1), {v});
   Id quiet = b_.op(Op::OpBitwiseOr, typeOf(i32), {bits, intConst(i32, 0x00400000)});
@@ -206,7 +206,8 @@ Id Emitter::constantValue(const llvm::Constant* c) {
 Id Emitter::value(const llvm::Value* v) {
   if (auto* c = llvm::dyn_cast<llvm::Constant>(v)) {
     if (!llvm::isa<llvm::GlobalValue>(c) || llvm::isa<llvm::GlobalVariable>(c)) return constantValue(c);
-    unsupported(nullptr, "use of function '" + llvm::demangle(c->getName().str()) + "' as a value (function pointers are not supported)");
+    unsupported(nullptr, "use of function '" + llvm::demangle(c->getName().str()) +
+                             "' as a value (function pointers are not supported)");
   }
   if (llvm::isa<llvm::AllocaInst>(v)) return b_.constant(typeOf(v->getType()), 0);
   auto it = ids_.find(v);
@@ -251,7 +252,10 @@ const llvm::Value* Emitter::baseOf(const llvm::Value* v) {
     for (const llvm::Value* in : phi->incoming_values()) {
       if (llvm::isa<llvm::UndefValue>(in)) continue;
       const llvm::Value* b = baseOf(in);
-      if (!b && bases_.lookup(in) == nullptr && !llvm::isa<llvm::PHINode>(in)) { base = nullptr; break; }
+      if (!b && bases_.lookup(in) == nullptr && !llvm::isa<llvm::PHINode>(in)) {
+        base = nullptr;
+        break;
+      }
       if (b && base && b != base)
         unsupported(llvm::dyn_cast<llvm::Instruction>(v),
                     "a pointer that may point into different threadgroup or thread arrays");
@@ -260,15 +264,17 @@ const llvm::Value* Emitter::baseOf(const llvm::Value* v) {
   } else if (auto* sel = llvm::dyn_cast<llvm::SelectInst>(v)) {
     const llvm::Value* a = baseOf(sel->getTrueValue());
     const llvm::Value* b = baseOf(sel->getFalseValue());
-    if (a && b && a != b)
-      unsupported(sel, "a pointer that may point into different threadgroup or thread arrays");
+    if (a && b && a != b) unsupported(sel, "a pointer that may point into different threadgroup or thread arrays");
     base = a ? a : b;
   } else if (auto* fr = llvm::dyn_cast<llvm::FreezeInst>(v)) {
     base = baseOf(fr->getOperand(0));
   } else if (auto* cast = llvm::dyn_cast<llvm::AddrSpaceCastOperator>(v)) {
     base = baseOf(cast->getPointerOperand());
   } else if (auto* call = llvm::dyn_cast<llvm::CallInst>(v); call && call->getType()->isPointerTy()) {
-    if (auto* ii = llvm::dyn_cast<llvm::IntrinsicInst>(call); ii && (ii->getIntrinsicID() == llvm::Intrinsic::ptr_annotation || ii->getIntrinsicID() == llvm::Intrinsic::launder_invariant_group || ii->getIntrinsicID() == llvm::Intrinsic::strip_invariant_group))
+    if (auto* ii = llvm::dyn_cast<llvm::IntrinsicInst>(call);
+        ii && (ii->getIntrinsicID() == llvm::Intrinsic::ptr_annotation ||
+               ii->getIntrinsicID() == llvm::Intrinsic::launder_invariant_group ||
+               ii->getIntrinsicID() == llvm::Intrinsic::strip_invariant_group))
       base = baseOf(call->getArgOperand(0));
   }
   bases_[v] = base;
@@ -336,8 +342,10 @@ LogicalVariable& Emitter::logicalVariable(const llvm::Instruction* at, const llv
       uint64_t size = dl_.getTypeStoreSize(leaf);
       uint64_t u = std::gcd(size, align ? align : size);
       facts.unit = facts.unit ? std::gcd(facts.unit, u) : u;
-      if (!facts.single) facts.single = leaf;
-      else if (facts.single != leaf) facts.mixed = true;
+      if (!facts.single)
+        facts.single = leaf;
+      else if (facts.single != leaf)
+        facts.mixed = true;
       if (align && align < size) facts.mixed = true;
     }
     if (atomic) {
@@ -356,7 +364,8 @@ LogicalVariable& Emitter::logicalVariable(const llvm::Instruction* at, const llv
           note(st->getValueOperand()->getType(), st->getAlign().value(), st->isAtomic());
         else if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(&i); rmw && baseOf(rmw->getPointerOperand()) == base)
           note(rmw->getType(), rmw->getAlign().value(), true);
-        else if (auto* cx = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&i); cx && baseOf(cx->getPointerOperand()) == base) {
+        else if (auto* cx = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&i);
+                 cx && baseOf(cx->getPointerOperand()) == base) {
           note(cx->getNewValOperand()->getType(), cx->getAlign().value(), true);
           facts.compareExchange = true;
         }
@@ -390,8 +399,8 @@ LogicalVariable& Emitter::logicalVariable(const llvm::Instruction* at, const llv
     unsigned as = g->getAddressSpace();
     if (llvm::MDNode* md = g->getMetadata(lower::pseudo::kDynamicThreadgroupMD)) {
       dynamic = true;
-      dynamicIndex = static_cast<uint32_t>(
-          llvm::mdconst::extract<llvm::ConstantInt>(md->getOperand(0))->getZExtValue());
+      dynamicIndex =
+          static_cast<uint32_t>(llvm::mdconst::extract<llvm::ConstantInt>(md->getOperand(0))->getZExtValue());
     }
     bytes = dl_.getTypeAllocSize(g->getValueType());
     if (as == 3) {
@@ -470,7 +479,8 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
     std::vector<Id> parts;
     for (unsigned i = 0; i < st->getNumElements(); ++i) {
       Id off = offsetPointer(ptr, ptrId, sl->getElementOffset(i));
-      parts.push_back(load(at, st->getElementType(i), ptr, off, std::gcd(align, sl->getElementOffset(i) ? sl->getElementOffset(i) : align)));
+      parts.push_back(load(at, st->getElementType(i), ptr, off,
+                           std::gcd(align, sl->getElementOffset(i) ? sl->getElementOffset(i) : align)));
     }
     return b_.op(Op::OpCompositeConstruct, typeOf(t), parts);
   }
@@ -521,19 +531,22 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
   // Same element type as a vector's components: build the vector directly.
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t); vt && typeOf(vt->getElementType()) == var.elementType)
     return b_.op(Op::OpCompositeConstruct, typeOf(t), units);
-  if (n > 4) unsupported(at, "a " + std::to_string(size) + "-byte access to memory typed as " + describe(var.elementLLVM));
+  if (n > 4)
+    unsupported(at, "a " + std::to_string(size) + "-byte access to memory typed as " + describe(var.elementLLVM));
   Id packed = b_.op(Op::OpCompositeConstruct, b_.typeVector(var.elementType, n), units);
   return b_.op(Op::OpBitcast, typeOf(t), {packed});
 }
 
-void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id v, uint64_t align) {
+void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id v,
+                    uint64_t align) {
   llvm::LLVMContext& ctx = module_.getContext();
   if (auto* st = llvm::dyn_cast<llvm::StructType>(t)) {
     const llvm::StructLayout* sl = dl_.getStructLayout(st);
     for (unsigned i = 0; i < st->getNumElements(); ++i) {
       Id off = offsetPointer(ptr, ptrId, sl->getElementOffset(i));
       Id part = b_.op(Op::OpCompositeExtract, typeOf(st->getElementType(i)), {v, i});
-      store(at, st->getElementType(i), ptr, off, part, std::gcd(align, sl->getElementOffset(i) ? sl->getElementOffset(i) : align));
+      store(at, st->getElementType(i), ptr, off, part,
+            std::gcd(align, sl->getElementOffset(i) ? sl->getElementOffset(i) : align));
     }
     return;
   }
@@ -583,7 +596,8 @@ void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Valu
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t); vt && typeOf(vt->getElementType()) == var.elementType) {
     for (unsigned k = 0; k < n; ++k) units.push_back(b_.op(Op::OpCompositeExtract, var.elementType, {v, k}));
   } else {
-    if (n > 4) unsupported(at, "a " + std::to_string(size) + "-byte access to memory typed as " + describe(var.elementLLVM));
+    if (n > 4)
+      unsupported(at, "a " + std::to_string(size) + "-byte access to memory typed as " + describe(var.elementLLVM));
     Id packed = b_.op(Op::OpBitcast, b_.typeVector(var.elementType, n), {v});
     for (unsigned k = 0; k < n; ++k) units.push_back(b_.op(Op::OpCompositeExtract, var.elementType, {packed, k}));
   }
@@ -616,14 +630,16 @@ Id Emitter::atomicPointer(const llvm::Instruction* at, const llvm::Value* ptr, l
 
 namespace {
 uint32_t semanticsFor(llvm::AtomicOrdering o, uint32_t scope) {
-  if (o == llvm::AtomicOrdering::Monotonic || o == llvm::AtomicOrdering::Unordered || o == llvm::AtomicOrdering::NotAtomic)
+  if (o == llvm::AtomicOrdering::Monotonic || o == llvm::AtomicOrdering::Unordered ||
+      o == llvm::AtomicOrdering::NotAtomic)
     return 0;
   uint32_t storage = scope == static_cast<uint32_t>(spv::Scope::Workgroup)
                          ? static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory)
                          : static_cast<uint32_t>(spv::MemorySemanticsMask::UniformMemory);
-  uint32_t order = o == llvm::AtomicOrdering::Acquire   ? static_cast<uint32_t>(spv::MemorySemanticsMask::Acquire)
-                   : o == llvm::AtomicOrdering::Release ? static_cast<uint32_t>(spv::MemorySemanticsMask::Release)
-                                                        : static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease);
+  uint32_t order = o == llvm::AtomicOrdering::Acquire ? static_cast<uint32_t>(spv::MemorySemanticsMask::Acquire)
+                   : o == llvm::AtomicOrdering::Release
+                       ? static_cast<uint32_t>(spv::MemorySemanticsMask::Release)
+                       : static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease);
   return storage | order;
 }
 }  // namespace
@@ -645,8 +661,8 @@ bool Emitter::isNarrowingView(const llvm::Instruction& i) {
 // `bitcast <N x i1> %v to iN` used only by `icmp eq/ne` with 0 or all ones.
 bool Emitter::isBoolMask(const llvm::Instruction& i) {
   auto* from = llvm::dyn_cast<llvm::FixedVectorType>(i.getOperand(0)->getType());
-  if (!llvm::isa<llvm::BitCastInst>(i) || !from || !from->getElementType()->isIntegerTy(1) || !i.getType()->isIntegerTy() ||
-      from->getNumElements() < 2)
+  if (!llvm::isa<llvm::BitCastInst>(i) || !from || !from->getElementType()->isIntegerTy(1) ||
+      !i.getType()->isIntegerTy() || from->getNumElements() < 2)
     return false;
   return llvm::all_of(i.users(), [&](const llvm::User* u) {
     auto* c = llvm::dyn_cast<llvm::ICmpInst>(u);
@@ -661,7 +677,8 @@ Id Emitter::extractFromView(const llvm::BitCastInst& view, uint64_t lane, const 
   unsigned perWide = wide / narrow;
   llvm::Type* wideType = from->getScalarType();
   Id v = value(view.getOperand(0));
-  if (from->isVectorTy()) v = b_.op(Op::OpCompositeExtract, typeOf(wideType), {v, static_cast<uint32_t>(lane / perWide)});
+  if (from->isVectorTy())
+    v = b_.op(Op::OpCompositeExtract, typeOf(wideType), {v, static_cast<uint32_t>(lane / perWide)});
   uint64_t shift = (lane % perWide) * narrow;  // little endian: lane 0 is the low bits
   if (shift) v = b_.op(Op::OpShiftRightLogical, typeOf(wideType), {v, intConst(wideType, shift)});
   return b_.op(Op::OpUConvert, typeOf(result->getType()), {v}, resultId(result));
@@ -669,23 +686,38 @@ Id Emitter::extractFromView(const llvm::BitCastInst& view, uint64_t lane, const 
 
 Id Emitter::emitOp(const llvm::Instruction& i) {
   llvm::Type* t = i.getType();
-  auto bin = [&](Op op) { return b_.op(op, typeOf(t), {value(i.getOperand(0)), value(i.getOperand(1))}, resultId(&i)); };
+  auto bin = [&](Op op) {
+    return b_.op(op, typeOf(t), {value(i.getOperand(0)), value(i.getOperand(1))}, resultId(&i));
+  };
   bool isBf = t->getScalarType()->isBFloatTy();
 
   switch (i.getOpcode()) {
-    case llvm::Instruction::Add: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalNotEqual) : bin(Op::OpIAdd);
-    case llvm::Instruction::Sub: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalNotEqual) : bin(Op::OpISub);
-    case llvm::Instruction::Mul: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalAnd) : bin(Op::OpIMul);
-    case llvm::Instruction::UDiv: return bin(Op::OpUDiv);
-    case llvm::Instruction::SDiv: return bin(Op::OpSDiv);
-    case llvm::Instruction::URem: return bin(Op::OpUMod);
-    case llvm::Instruction::SRem: return bin(Op::OpSRem);
-    case llvm::Instruction::Shl: return bin(Op::OpShiftLeftLogical);
-    case llvm::Instruction::LShr: return bin(Op::OpShiftRightLogical);
-    case llvm::Instruction::AShr: return bin(Op::OpShiftRightArithmetic);
-    case llvm::Instruction::And: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalAnd) : bin(Op::OpBitwiseAnd);
-    case llvm::Instruction::Or: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalOr) : bin(Op::OpBitwiseOr);
-    case llvm::Instruction::Xor: return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalNotEqual) : bin(Op::OpBitwiseXor);
+    case llvm::Instruction::Add:
+      return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalNotEqual) : bin(Op::OpIAdd);
+    case llvm::Instruction::Sub:
+      return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalNotEqual) : bin(Op::OpISub);
+    case llvm::Instruction::Mul:
+      return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalAnd) : bin(Op::OpIMul);
+    case llvm::Instruction::UDiv:
+      return bin(Op::OpUDiv);
+    case llvm::Instruction::SDiv:
+      return bin(Op::OpSDiv);
+    case llvm::Instruction::URem:
+      return bin(Op::OpUMod);
+    case llvm::Instruction::SRem:
+      return bin(Op::OpSRem);
+    case llvm::Instruction::Shl:
+      return bin(Op::OpShiftLeftLogical);
+    case llvm::Instruction::LShr:
+      return bin(Op::OpShiftRightLogical);
+    case llvm::Instruction::AShr:
+      return bin(Op::OpShiftRightArithmetic);
+    case llvm::Instruction::And:
+      return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalAnd) : bin(Op::OpBitwiseAnd);
+    case llvm::Instruction::Or:
+      return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalOr) : bin(Op::OpBitwiseOr);
+    case llvm::Instruction::Xor:
+      return t->isIntOrIntVectorTy(1) ? bin(Op::OpLogicalNotEqual) : bin(Op::OpBitwiseXor);
     case llvm::Instruction::FAdd:
     case llvm::Instruction::FSub:
     case llvm::Instruction::FMul:
@@ -698,14 +730,16 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
                                                          : Op::OpFRem;
       if (!isBf) return bin(op);
       llvm::Type* ft = withElement(t, llvm::Type::getFloatTy(t->getContext()));
-      Id r = b_.op(op, typeOf(ft), {bfloatToFloat(value(i.getOperand(0)), t), bfloatToFloat(value(i.getOperand(1)), t)});
+      Id r =
+          b_.op(op, typeOf(ft), {bfloatToFloat(value(i.getOperand(0)), t), bfloatToFloat(value(i.getOperand(1)), t)});
       Id out = floatToBfloat(r, t);
       define(&i, out);
       return out;
     }
     case llvm::Instruction::FNeg: {
       if (!isBf) return b_.op(Op::OpFNegate, typeOf(t), {value(i.getOperand(0))}, resultId(&i));
-      return b_.op(Op::OpBitwiseXor, typeOf(t), {value(i.getOperand(0)), splatLike(t, b_.constant(b_.typeInt(16), 0x8000))}, resultId(&i));
+      return b_.op(Op::OpBitwiseXor, typeOf(t),
+                   {value(i.getOperand(0)), splatLike(t, b_.constant(b_.typeInt(16), 0x8000))}, resultId(&i));
     }
     case llvm::Instruction::ICmp: {
       auto* c = llvm::cast<llvm::ICmpInst>(&i);
@@ -713,22 +747,47 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       bool isBool = ot->isIntOrIntVectorTy(1);
       Op op;
       switch (c->getPredicate()) {
-        case llvm::CmpInst::ICMP_EQ: op = isBool ? Op::OpLogicalEqual : Op::OpIEqual; break;
-        case llvm::CmpInst::ICMP_NE: op = isBool ? Op::OpLogicalNotEqual : Op::OpINotEqual; break;
-        case llvm::CmpInst::ICMP_UGT: op = Op::OpUGreaterThan; break;
-        case llvm::CmpInst::ICMP_UGE: op = Op::OpUGreaterThanEqual; break;
-        case llvm::CmpInst::ICMP_ULT: op = Op::OpULessThan; break;
-        case llvm::CmpInst::ICMP_ULE: op = Op::OpULessThanEqual; break;
-        case llvm::CmpInst::ICMP_SGT: op = Op::OpSGreaterThan; break;
-        case llvm::CmpInst::ICMP_SGE: op = Op::OpSGreaterThanEqual; break;
-        case llvm::CmpInst::ICMP_SLT: op = Op::OpSLessThan; break;
-        case llvm::CmpInst::ICMP_SLE: op = Op::OpSLessThanEqual; break;
-        default: unsupported(&i, "integer comparison predicate");
+        case llvm::CmpInst::ICMP_EQ:
+          op = isBool ? Op::OpLogicalEqual : Op::OpIEqual;
+          break;
+        case llvm::CmpInst::ICMP_NE:
+          op = isBool ? Op::OpLogicalNotEqual : Op::OpINotEqual;
+          break;
+        case llvm::CmpInst::ICMP_UGT:
+          op = Op::OpUGreaterThan;
+          break;
+        case llvm::CmpInst::ICMP_UGE:
+          op = Op::OpUGreaterThanEqual;
+          break;
+        case llvm::CmpInst::ICMP_ULT:
+          op = Op::OpULessThan;
+          break;
+        case llvm::CmpInst::ICMP_ULE:
+          op = Op::OpULessThanEqual;
+          break;
+        case llvm::CmpInst::ICMP_SGT:
+          op = Op::OpSGreaterThan;
+          break;
+        case llvm::CmpInst::ICMP_SGE:
+          op = Op::OpSGreaterThanEqual;
+          break;
+        case llvm::CmpInst::ICMP_SLT:
+          op = Op::OpSLessThan;
+          break;
+        case llvm::CmpInst::ICMP_SLE:
+          op = Op::OpSLessThanEqual;
+          break;
+        default:
+          unsupported(&i, "integer comparison predicate");
       }
       if (isBool && op != Op::OpLogicalEqual && op != Op::OpLogicalNotEqual) {
         // Ordered comparisons of bools: compare them as 0/1 integers.
         llvm::Type* it = withElement(ot, llvm::Type::getInt8Ty(t->getContext()));
-        auto asInt = [&](const llvm::Value* v) { return b_.op(Op::OpSelect, typeOf(it), {value(v), splatLike(ot, b_.constant(typeOf(it->getScalarType()), 1)), splatLike(ot, b_.constant(typeOf(it->getScalarType()), 0))}); };
+        auto asInt = [&](const llvm::Value* v) {
+          return b_.op(Op::OpSelect, typeOf(it),
+                       {value(v), splatLike(ot, b_.constant(typeOf(it->getScalarType()), 1)),
+                        splatLike(ot, b_.constant(typeOf(it->getScalarType()), 0))});
+        };
         return b_.op(op, typeOf(t), {asInt(c->getOperand(0)), asInt(c->getOperand(1))}, resultId(&i));
       }
       if (auto* mask = llvm::dyn_cast<llvm::BitCastInst>(c->getOperand(0)); mask && isBoolMask(*mask)) {
@@ -755,25 +814,54 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       auto nanOf = [&](Id x) { return b_.op(Op::OpIsNan, rt, {x}); };
       Op op;
       switch (c->getPredicate()) {
-        case llvm::CmpInst::FCMP_OEQ: op = Op::OpFOrdEqual; break;
-        case llvm::CmpInst::FCMP_OGT: op = Op::OpFOrdGreaterThan; break;
-        case llvm::CmpInst::FCMP_OGE: op = Op::OpFOrdGreaterThanEqual; break;
-        case llvm::CmpInst::FCMP_OLT: op = Op::OpFOrdLessThan; break;
-        case llvm::CmpInst::FCMP_OLE: op = Op::OpFOrdLessThanEqual; break;
-        case llvm::CmpInst::FCMP_ONE: op = Op::OpFOrdNotEqual; break;
-        case llvm::CmpInst::FCMP_UEQ: op = Op::OpFUnordEqual; break;
-        case llvm::CmpInst::FCMP_UGT: op = Op::OpFUnordGreaterThan; break;
-        case llvm::CmpInst::FCMP_UGE: op = Op::OpFUnordGreaterThanEqual; break;
-        case llvm::CmpInst::FCMP_ULT: op = Op::OpFUnordLessThan; break;
-        case llvm::CmpInst::FCMP_ULE: op = Op::OpFUnordLessThanEqual; break;
-        case llvm::CmpInst::FCMP_UNE: op = Op::OpFUnordNotEqual; break;
+        case llvm::CmpInst::FCMP_OEQ:
+          op = Op::OpFOrdEqual;
+          break;
+        case llvm::CmpInst::FCMP_OGT:
+          op = Op::OpFOrdGreaterThan;
+          break;
+        case llvm::CmpInst::FCMP_OGE:
+          op = Op::OpFOrdGreaterThanEqual;
+          break;
+        case llvm::CmpInst::FCMP_OLT:
+          op = Op::OpFOrdLessThan;
+          break;
+        case llvm::CmpInst::FCMP_OLE:
+          op = Op::OpFOrdLessThanEqual;
+          break;
+        case llvm::CmpInst::FCMP_ONE:
+          op = Op::OpFOrdNotEqual;
+          break;
+        case llvm::CmpInst::FCMP_UEQ:
+          op = Op::OpFUnordEqual;
+          break;
+        case llvm::CmpInst::FCMP_UGT:
+          op = Op::OpFUnordGreaterThan;
+          break;
+        case llvm::CmpInst::FCMP_UGE:
+          op = Op::OpFUnordGreaterThanEqual;
+          break;
+        case llvm::CmpInst::FCMP_ULT:
+          op = Op::OpFUnordLessThan;
+          break;
+        case llvm::CmpInst::FCMP_ULE:
+          op = Op::OpFUnordLessThanEqual;
+          break;
+        case llvm::CmpInst::FCMP_UNE:
+          op = Op::OpFUnordNotEqual;
+          break;
         case llvm::CmpInst::FCMP_UNO:
           return b_.op(Op::OpLogicalOr, rt, {nanOf(a), nanOf(bv)}, resultId(&i));
         case llvm::CmpInst::FCMP_ORD:
           return b_.op(Op::OpLogicalNot, rt, {b_.op(Op::OpLogicalOr, rt, {nanOf(a), nanOf(bv)})}, resultId(&i));
-        case llvm::CmpInst::FCMP_TRUE: define(&i, splatLike(t, b_.constantBool(true))); return 0;
-        case llvm::CmpInst::FCMP_FALSE: define(&i, splatLike(t, b_.constantBool(false))); return 0;
-        default: unsupported(&i, "floating-point comparison predicate");
+        case llvm::CmpInst::FCMP_TRUE:
+          define(&i, splatLike(t, b_.constantBool(true)));
+          return 0;
+        case llvm::CmpInst::FCMP_FALSE:
+          define(&i, splatLike(t, b_.constantBool(false)));
+          return 0;
+        default:
+          unsupported(&i, "floating-point comparison predicate");
       }
       return b_.op(op, rt, {a, bv}, resultId(&i));
     }
@@ -793,7 +881,8 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
         uint64_t one = i.getOpcode() == llvm::Instruction::ZExt ? 1 : ~uint64_t(0);
         return b_.op(Op::OpSelect, typeOf(t), {v, intConst(t, one), intConst(t, 0)}, resultId(&i));
       }
-      return b_.op(i.getOpcode() == llvm::Instruction::ZExt ? Op::OpUConvert : Op::OpSConvert, typeOf(t), {v}, resultId(&i));
+      return b_.op(i.getOpcode() == llvm::Instruction::ZExt ? Op::OpUConvert : Op::OpSConvert, typeOf(t), {v},
+                   resultId(&i));
     }
     case llvm::Instruction::FPTrunc:
     case llvm::Instruction::FPExt: {
@@ -857,13 +946,19 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
     case llvm::Instruction::PtrToInt: {
       if (isLogicalPointer(i.getOperand(0))) unsupported(&i, "the address of threadgroup or thread memory");
       Id v = value(i.getOperand(0));
-      if (t->getIntegerBitWidth() == 64) { define(&i, v); return v; }
+      if (t->getIntegerBitWidth() == 64) {
+        define(&i, v);
+        return v;
+      }
       return b_.op(Op::OpUConvert, typeOf(t), {v}, resultId(&i));
     }
     case llvm::Instruction::IntToPtr: {
       if (isLogicalPointer(&i)) unsupported(&i, "an integer converted to a threadgroup or thread pointer");
       Id v = value(i.getOperand(0));
-      if (i.getOperand(0)->getType()->getIntegerBitWidth() == 64) { define(&i, v); return v; }
+      if (i.getOperand(0)->getType()->getIntegerBitWidth() == 64) {
+        define(&i, v);
+        return v;
+      }
       return b_.op(Op::OpUConvert, u64(), {v}, resultId(&i));
     }
     case llvm::Instruction::AddrSpaceCast: {
@@ -883,7 +978,8 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
     case llvm::Instruction::Select: {
       auto* s = llvm::cast<llvm::SelectInst>(&i);
       if (t->isPointerTy()) baseOf(&i);  // diagnoses selects between different variables
-      return b_.op(Op::OpSelect, typeOf(t), {value(s->getCondition()), value(s->getTrueValue()), value(s->getFalseValue())}, resultId(&i));
+      return b_.op(Op::OpSelect, typeOf(t),
+                   {value(s->getCondition()), value(s->getTrueValue()), value(s->getFalseValue())}, resultId(&i));
     }
     case llvm::Instruction::ExtractElement: {
       auto* e = llvm::cast<llvm::ExtractElementInst>(&i);
@@ -895,8 +991,10 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
         return v;
       }
       if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(e->getIndexOperand()))
-        return b_.op(Op::OpCompositeExtract, typeOf(t), {value(e->getVectorOperand()), static_cast<uint32_t>(ci->getZExtValue())}, resultId(&i));
-      return b_.op(Op::OpVectorExtractDynamic, typeOf(t), {value(e->getVectorOperand()), value(e->getIndexOperand())}, resultId(&i));
+        return b_.op(Op::OpCompositeExtract, typeOf(t),
+                     {value(e->getVectorOperand()), static_cast<uint32_t>(ci->getZExtValue())}, resultId(&i));
+      return b_.op(Op::OpVectorExtractDynamic, typeOf(t), {value(e->getVectorOperand()), value(e->getIndexOperand())},
+                   resultId(&i));
     }
     case llvm::Instruction::InsertElement: {
       auto* e = llvm::cast<llvm::InsertElementInst>(&i);
@@ -906,8 +1004,11 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
         return v;
       }
       if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(e->getOperand(2)))
-        return b_.op(Op::OpCompositeInsert, typeOf(t), {value(e->getOperand(1)), value(e->getOperand(0)), static_cast<uint32_t>(ci->getZExtValue())}, resultId(&i));
-      return b_.op(Op::OpVectorInsertDynamic, typeOf(t), {value(e->getOperand(0)), value(e->getOperand(1)), value(e->getOperand(2))}, resultId(&i));
+        return b_.op(Op::OpCompositeInsert, typeOf(t),
+                     {value(e->getOperand(1)), value(e->getOperand(0)), static_cast<uint32_t>(ci->getZExtValue())},
+                     resultId(&i));
+      return b_.op(Op::OpVectorInsertDynamic, typeOf(t),
+                   {value(e->getOperand(0)), value(e->getOperand(1)), value(e->getOperand(2))}, resultId(&i));
     }
     case llvm::Instruction::ShuffleVector: {
       auto* s = llvm::cast<llvm::ShuffleVectorInst>(&i);
@@ -923,12 +1024,18 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       llvm::Type* et = rt->getElementType();
       std::vector<Id> lanes;
       for (int m : s->getShuffleMask()) {
-        if (m < 0) { lanes.push_back(b_.undef(typeOf(et))); continue; }
+        if (m < 0) {
+          lanes.push_back(b_.undef(typeOf(et)));
+          continue;
+        }
         const llvm::Value* src = s->getOperand(unsigned(m) < n0 ? 0 : 1);
         unsigned idx = unsigned(m) < n0 ? unsigned(m) : unsigned(m) - n0;
         lanes.push_back(n0 == 1 ? value(src) : b_.op(Op::OpCompositeExtract, typeOf(et), {value(src), idx}));
       }
-      if (lanes.size() == 1) { define(&i, lanes[0]); return lanes[0]; }
+      if (lanes.size() == 1) {
+        define(&i, lanes[0]);
+        return lanes[0];
+      }
       return b_.op(Op::OpCompositeConstruct, typeOf(t), lanes, resultId(&i));
     }
     case llvm::Instruction::ExtractValue: {
@@ -953,7 +1060,8 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       for (auto it = llvm::gep_type_begin(gep); it != llvm::gep_type_end(gep); ++it) {
         const llvm::Value* idx = it.getOperand();
         if (llvm::StructType* st = it.getStructTypeOrNull()) {
-          constOff += dl_.getStructLayout(st)->getElementOffset(static_cast<unsigned>(llvm::cast<llvm::ConstantInt>(idx)->getZExtValue()));
+          constOff += dl_.getStructLayout(st)->getElementOffset(
+              static_cast<unsigned>(llvm::cast<llvm::ConstantInt>(idx)->getZExtValue()));
           continue;
         }
         uint64_t stride = it.getSequentialElementStride(dl_);
@@ -997,7 +1105,8 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
         b_.opNoResult(Op::OpAtomicStore, {p, constU32(scope), constU32(semanticsFor(st->getOrdering(), scope)), v});
         return 0;
       }
-      store(&i, vt, st->getPointerOperand(), value(st->getPointerOperand()), value(st->getValueOperand()), st->getAlign().value());
+      store(&i, vt, st->getPointerOperand(), value(st->getPointerOperand()), value(st->getValueOperand()),
+            st->getAlign().value());
       return 0;
     }
     case llvm::Instruction::AtomicRMW: {
@@ -1014,20 +1123,40 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       if (t->getScalarSizeInBits() == 64 && t->isIntegerTy()) b_.capability(spv::Capability::Int64Atomics);
       Op op;
       switch (rmw->getOperation()) {
-        case llvm::AtomicRMWInst::Xchg: op = Op::OpAtomicExchange; break;
-        case llvm::AtomicRMWInst::Add: op = Op::OpAtomicIAdd; break;
-        case llvm::AtomicRMWInst::Sub: op = Op::OpAtomicISub; break;
-        case llvm::AtomicRMWInst::And: op = Op::OpAtomicAnd; break;
-        case llvm::AtomicRMWInst::Or: op = Op::OpAtomicOr; break;
-        case llvm::AtomicRMWInst::Xor: op = Op::OpAtomicXor; break;
-        case llvm::AtomicRMWInst::Max: op = Op::OpAtomicSMax; break;
-        case llvm::AtomicRMWInst::Min: op = Op::OpAtomicSMin; break;
-        case llvm::AtomicRMWInst::UMax: op = Op::OpAtomicUMax; break;
-        case llvm::AtomicRMWInst::UMin: op = Op::OpAtomicUMin; break;
+        case llvm::AtomicRMWInst::Xchg:
+          op = Op::OpAtomicExchange;
+          break;
+        case llvm::AtomicRMWInst::Add:
+          op = Op::OpAtomicIAdd;
+          break;
+        case llvm::AtomicRMWInst::Sub:
+          op = Op::OpAtomicISub;
+          break;
+        case llvm::AtomicRMWInst::And:
+          op = Op::OpAtomicAnd;
+          break;
+        case llvm::AtomicRMWInst::Or:
+          op = Op::OpAtomicOr;
+          break;
+        case llvm::AtomicRMWInst::Xor:
+          op = Op::OpAtomicXor;
+          break;
+        case llvm::AtomicRMWInst::Max:
+          op = Op::OpAtomicSMax;
+          break;
+        case llvm::AtomicRMWInst::Min:
+          op = Op::OpAtomicSMin;
+          break;
+        case llvm::AtomicRMWInst::UMax:
+          op = Op::OpAtomicUMax;
+          break;
+        case llvm::AtomicRMWInst::UMin:
+          op = Op::OpAtomicUMin;
+          break;
         case llvm::AtomicRMWInst::FAdd:
         case llvm::AtomicRMWInst::FSub:
           b_.extension("SPV_EXT_shader_atomic_float_add");
-          b_.capability(t->isHalfTy() ? spv::Capability::AtomicFloat16AddEXT
+          b_.capability(t->isHalfTy()     ? spv::Capability::AtomicFloat16AddEXT
                         : t->isDoubleTy() ? spv::Capability::AtomicFloat64AddEXT
                                           : spv::Capability::AtomicFloat32AddEXT);
           if (t->isHalfTy()) b_.extension("SPV_EXT_shader_atomic_float16_add");
@@ -1037,14 +1166,17 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
         case llvm::AtomicRMWInst::FMax:
         case llvm::AtomicRMWInst::FMin:
           b_.extension("SPV_EXT_shader_atomic_float_min_max");
-          b_.capability(t->isHalfTy() ? spv::Capability::AtomicFloat16MinMaxEXT
+          b_.capability(t->isHalfTy()     ? spv::Capability::AtomicFloat16MinMaxEXT
                         : t->isDoubleTy() ? spv::Capability::AtomicFloat64MinMaxEXT
                                           : spv::Capability::AtomicFloat32MinMaxEXT);
           op = rmw->getOperation() == llvm::AtomicRMWInst::FMax ? Op::OpAtomicFMaxEXT : Op::OpAtomicFMinEXT;
           break;
-        default: unsupported(&i, "atomic operation " + std::string(llvm::AtomicRMWInst::getOperationName(rmw->getOperation())));
+        default:
+          unsupported(&i,
+                      "atomic operation " + std::string(llvm::AtomicRMWInst::getOperationName(rmw->getOperation())));
       }
-      if (viaBits) return b_.op(Op::OpBitcast, typeOf(t), {b_.op(op, pointee, {p, constU32(scope), sem, v})}, resultId(&i));
+      if (viaBits)
+        return b_.op(Op::OpBitcast, typeOf(t), {b_.op(op, pointee, {p, constU32(scope), sem, v})}, resultId(&i));
       return b_.op(op, typeOf(t), {p, constU32(scope), sem, v}, resultId(&i));
     }
     case llvm::Instruction::AtomicCmpXchg: {
@@ -1056,24 +1188,29 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       Id pointee = 0;
       Id p = atomicPointer(&i, cx->getPointerOperand(), vt, &scope, &pointee);
       Id expected = value(cx->getCompareOperand());
-      Id old = b_.op(Op::OpAtomicCompareExchange, typeOf(vt),
-                     {p, constU32(scope), constU32(semanticsFor(cx->getSuccessOrdering(), scope)),
-                      constU32(semanticsFor(cx->getFailureOrdering(), scope)), value(cx->getNewValOperand()), expected});
+      Id old =
+          b_.op(Op::OpAtomicCompareExchange, typeOf(vt),
+                {p, constU32(scope), constU32(semanticsFor(cx->getSuccessOrdering(), scope)),
+                 constU32(semanticsFor(cx->getFailureOrdering(), scope)), value(cx->getNewValOperand()), expected});
       Id ok = b_.op(Op::OpIEqual, boolType(), {old, expected});
       return b_.op(Op::OpCompositeConstruct, typeOf(t), {old, ok}, resultId(&i));
     }
     case llvm::Instruction::Fence: {
       auto* f = llvm::cast<llvm::FenceInst>(&i);
       uint32_t scope = static_cast<uint32_t>(spv::Scope::Device);
-      b_.opNoResult(Op::OpMemoryBarrier, {constU32(scope), constU32(semanticsFor(f->getOrdering(), scope) | static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory))});
+      b_.opNoResult(Op::OpMemoryBarrier,
+                    {constU32(scope), constU32(semanticsFor(f->getOrdering(), scope) |
+                                               static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory))});
       return 0;
     }
-    case llvm::Instruction::Call: return emitCall(llvm::cast<llvm::CallInst>(i));
+    case llvm::Instruction::Call:
+      return emitCall(llvm::cast<llvm::CallInst>(i));
     case llvm::Instruction::Alloca: {
       logicalVariable(&i, &i);
       return 0;
     }
-    default: break;
+    default:
+      break;
   }
   unsupported(&i, std::string("LLVM instruction '") + i.getOpcodeName() + "'");
 }
@@ -1093,8 +1230,10 @@ Id Emitter::builtinInput(spv::BuiltIn builtin, Id type) {
 
 Id Emitter::pushConstant(uint32_t offset, Id type) {
   auto it = pushMembers_.find(offset);
-  if (it == pushMembers_.end()) internalError(current_, "push constant at offset " + std::to_string(offset) + " is outside the block");
-  Id ptr = b_.op(Op::OpAccessChain, b_.typePointer(spv::StorageClass::PushConstant, type), {pushBlock_, constU32(it->second)});
+  if (it == pushMembers_.end())
+    internalError(current_, "push constant at offset " + std::to_string(offset) + " is outside the block");
+  Id ptr = b_.op(Op::OpAccessChain, b_.typePointer(spv::StorageClass::PushConstant, type),
+                 {pushBlock_, constU32(it->second)});
   return b_.op(Op::OpLoad, type, {ptr});
 }
 
@@ -1185,7 +1324,8 @@ std::vector<uint32_t> Emitter::run() {
                 if (!merge) unsupported(&inst, "a branch whose paths never meet again");
                 if (!isBreak) b_.opNoResult(Op::OpSelectionMerge, {labels_[merge], 0});
               }
-              b_.opNoResult(Op::OpBranchConditional, {value(br->getCondition()), labels_[br->getSuccessor(0)], labels_[br->getSuccessor(1)]});
+              b_.opNoResult(Op::OpBranchConditional,
+                            {value(br->getCondition()), labels_[br->getSuccessor(0)], labels_[br->getSuccessor(1)]});
             }
           } else if (llvm::isa<llvm::UnreachableInst>(&inst)) {
             b_.opNoResult(Op::OpUnreachable, {});

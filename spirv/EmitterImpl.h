@@ -25,7 +25,7 @@ struct EmitError {};
 // it is the variable (known statically) plus a byte offset (a u32 value).
 struct LogicalVariable {
   Id variable = 0;
-  Id elementType = 0;          // the SPIR-V type of one element of the array the variable holds
+  Id elementType = 0;  // the SPIR-V type of one element of the array the variable holds
   llvm::Type* elementLLVM = nullptr;
   unsigned elementBytes = 0;
   spv::StorageClass storage = spv::StorageClass::Function;

@@ -138,6 +138,7 @@ struct SweepMeta {
   uint64_t seed = 0;
   double wallSeconds = 0;
   int jobs = 1;
+  double ceilingGBs = 0;  // --ceiling-gbs: memory bandwidth ceiling (vkprobe) for the fraction column
 };
 std::vector<CaseResult> runCases(const std::vector<Case>& cases, const Modules& modules, const RunOptions& options,
                                  SweepMeta& meta, std::ostream& log);

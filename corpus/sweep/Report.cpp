@@ -73,10 +73,10 @@ std::string signature(const std::string& cause, const std::string& message) {
     size_t q;
     while ((q = m.find(noise)) != std::string::npos) m.erase(q, std::strlen(noise));
   }
-  // Drop the "file:line:col:" prefix of compiler diagnostics.
-  size_t p = m.find(": error: ");
-  if (p == std::string::npos) p = m.find(": unsupported: ");
-  if (p != std::string::npos) m = m.substr(p + 2);
+  // Drop the "file:line:col: error: unsupported: " prefix of compiler diagnostics.
+  size_t p = m.find("error: ");
+  if (p != std::string::npos) m = m.substr(p + 7);
+  if (m.rfind("unsupported: ", 0) == 0) m = m.substr(13);
   if (m.size() > 90) m = m.substr(0, 90);
   return cause + " | " + m;
 }
@@ -150,11 +150,14 @@ bool writeReports(const std::string& prefix, const std::vector<CaseResult>& resu
       md << "| " << mdClean(g->cause) << " | " << g->kernels.size() << ": " << mdClean(ks) << " | "
          << mdClean(g->first) << " (" << g->firstKernel << ") |\n";
     }
-    md << "\n## Kernels\n\n| kernel | entry | stage | compile ms | GPU µs | GB/s | max error | tolerance | cause |\n"
-          "|---|---|---|---|---|---|---|---|---|\n";
+    if (meta.ceilingGBs > 0) md << "\nBandwidth ceiling for the fraction column: " << meta.ceilingGBs << " GB/s.\n";
+    md << "\n## Kernels\n\n| kernel | entry | stage | compile ms | GPU µs | GB/s | of ceiling | max error | tolerance | cause |\n"
+          "|---|---|---|---|---|---|---|---|---|---|\n";
     for (const CaseResult& r : results)
       md << "| " << r.name << " | " << r.entry << " | " << stageName(r.stage) << " | " << num(r.compileMs) << " | "
-         << num(r.gpuUs) << " | " << num(bandwidthGBs(r)) << " | " << num(r.maxError, 3) << " | "
+         << num(r.gpuUs) << " | " << num(bandwidthGBs(r)) << " | "
+         << (meta.ceilingGBs > 0 && bandwidthGBs(r) > 0 ? num(bandwidthGBs(r) / meta.ceilingGBs, 3) : "-") << " | "
+         << num(r.maxError, 3) << " | "
          << num(r.tolerance, 2) << " | " << mdClean(r.cause) << " |\n";
   }
   // TSV.
@@ -173,7 +176,7 @@ bool writeReports(const std::string& prefix, const std::vector<CaseResult>& resu
     std::ofstream js(prefix + ".json");
     js << "{\n  \"date\": \"" << jsonEscape(meta.date) << "\", \"device\": \"" << jsonEscape(meta.device)
        << "\", \"driver\": \"" << jsonEscape(meta.driver) << "\", \"tool\": \"" << meta.tool << "\", \"seed\": "
-       << meta.seed << ", \"wall_s\": " << meta.wallSeconds << ",\n  \"counts\": {";
+       << meta.seed << ", \"wall_s\": " << meta.wallSeconds << ", \"ceiling_gbs\": " << meta.ceilingGBs << ",\n  \"counts\": {";
     for (int s = 0; s < kStageCount; ++s) js << (s ? ", " : "") << "\"" << stageName(Stage(s)) << "\": " << counts[s];
     js << "},\n  \"failure_groups\": [";
     for (size_t i = 0; i < ordered.size(); ++i) {
@@ -308,10 +311,11 @@ int sweepMain(const std::string& tool, const std::vector<std::string>& args, Com
   int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   RunOptions ro;
   bool compileOnly = false;
+  double ceiling = 0;
   auto usage = [&](const std::string& m) {
     std::cerr << tool << ": " << m << "\nusage: " << tool
               << " DIR [-j N] [--device SEL] [--report PREFIX] [--filter SUBSTR] [--floor FILE] [--seed S]"
-                 " [--repeat N]"
+                 " [--repeat N] [--ceiling-gbs GBS]"
               << (compile ? " [--emit-modules DIR] [--compile-only] [--modules DIR]" : " --modules DIR") << "\n";
     return 2;
   };
@@ -320,7 +324,7 @@ int sweepMain(const std::string& tool, const std::vector<std::string>& args, Com
     auto next = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
     const std::string* v = nullptr;
     if (a == "-j" || a == "--device" || a == "--report" || a == "--filter" || a == "--floor" || a == "--seed" ||
-        a == "--repeat" || a == "--modules" || a == "--emit-modules") {
+        a == "--repeat" || a == "--modules" || a == "--emit-modules" || a == "--ceiling-gbs") {
       if (!(v = next())) return usage(a + " needs a value");
       if (a == "-j") jobs = std::max(1, std::atoi(v->c_str()));
       else if (a == "--device") device = *v;
@@ -331,6 +335,7 @@ int sweepMain(const std::string& tool, const std::vector<std::string>& args, Com
       else if (a == "--repeat") ro.repeat = std::atoi(v->c_str());
       else if (a == "--modules") modulesIn = *v;
       else if (a == "--emit-modules") emitDir = *v;
+      else if (a == "--ceiling-gbs") ceiling = std::strtod(v->c_str(), nullptr);
     } else if (a.rfind("-j", 0) == 0 && a.size() > 2) {
       jobs = std::max(1, std::atoi(a.c_str() + 2));
     } else if (a == "--compile-only") {
@@ -376,6 +381,7 @@ int sweepMain(const std::string& tool, const std::vector<std::string>& args, Com
   meta.tool = tool;
   meta.jobs = jobs;
   meta.corpusDir = dir;
+  meta.ceilingGBs = ceiling;
   std::vector<CaseResult> results;
   try {
     results = runCases(cases, modules, ro, meta, std::cerr);

@@ -11,8 +11,7 @@ namespace {
 std::string rewrite(const std::string& s) { return rewriteMetalSource(s).text; }
 
 TEST(Rewriter, ParameterAttributesBecomeAnnotations) {
-  EXPECT_EQ(rewrite("device float* x [[buffer(3)]]"),
-            "device float* x __attribute__((annotate(\"m2v.buffer\", 3)))");
+  EXPECT_EQ(rewrite("device float* x [[buffer(3)]]"), "device float* x __attribute__((annotate(\"m2v.buffer\", 3)))");
   EXPECT_EQ(rewrite("uint3 gid [[thread_position_in_grid]]"),
             "uint3 gid __attribute__((annotate(\"m2v.builtin\", \"thread_position_in_grid\")))");
   EXPECT_EQ(rewrite("threadgroup float* t [[threadgroup(N + 1)]]"),

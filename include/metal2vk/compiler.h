@@ -14,9 +14,9 @@ namespace m2v {
 struct CompileOptions {
   std::vector<std::string> includeDirs;
   std::vector<std::pair<std::string, std::string>> defines;  // -D NAME=VALUE
-  std::vector<std::string> entries;  // only these entry points; empty = all
-  bool validate = true;              // run the SPIR-V validator (always on in the CLI)
-  bool keepLoweredIR = false;        // keep the LLVM IR the SPIR-V emitter saw (for tests and debugging)
+  std::vector<std::string> entries;                          // only these entry points; empty = all
+  bool validate = true;                                      // run the SPIR-V validator (always on in the CLI)
+  bool keepLoweredIR = false;  // keep the LLVM IR the SPIR-V emitter saw (for tests and debugging)
 };
 
 struct CompiledKernel {

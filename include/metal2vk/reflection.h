@@ -10,8 +10,8 @@ namespace m2v {
 
 // Specialization-constant ids fixed by the ABI.
 inline constexpr uint32_t kFunctionConstantDefinedSpecBase = 65536;
-inline constexpr uint32_t kWorkgroupSizeSpecBase = 131072;          // this dispatch's workgroup size
-inline constexpr uint32_t kNominalThreadgroupSpecBase = 131075;     // the threadgroup size the host asked for
+inline constexpr uint32_t kWorkgroupSizeSpecBase = 131072;       // this dispatch's workgroup size
+inline constexpr uint32_t kNominalThreadgroupSpecBase = 131075;  // the threadgroup size the host asked for
 inline constexpr uint32_t kThreadgroupLengthSpecBase = 131088;
 inline constexpr uint32_t kPushConstantLimit = 128;
 inline constexpr uint32_t kPushGridOffset = 0;
@@ -21,11 +21,11 @@ enum class ParamKind { Buffer, Threadgroup, Builtin };
 
 struct KernelParam {
   std::string name;
-  std::string type;           // Metal spelling, e.g. "const device float*"
-  std::string addressSpace;   // "device", "constant", "threadgroup", "thread" or ""
+  std::string type;          // Metal spelling, e.g. "const device float*"
+  std::string addressSpace;  // "device", "constant", "threadgroup", "thread" or ""
   ParamKind kind = ParamKind::Buffer;
-  uint32_t index = 0;         // [[buffer(n)]] / [[threadgroup(n)]]
-  std::string builtin;        // Metal attribute name for builtins
+  uint32_t index = 0;            // [[buffer(n)]] / [[threadgroup(n)]]
+  std::string builtin;           // Metal attribute name for builtins
   std::string functionConstant;  // [[function_constant(name)]] guard, if any
 };
 

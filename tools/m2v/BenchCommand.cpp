@@ -29,13 +29,14 @@ double bestOf(int runs, const std::string& source, const std::string& name, size
 }  // namespace
 
 int benchCommand(const Args& args) {
-  if (args.empty() || args[0] != "compile")
-    return usageError("bench", "expected 'compile FILE.metal...' [--runs N]");
+  if (args.empty() || args[0] != "compile") return usageError("bench", "expected 'compile FILE.metal...' [--runs N]");
   int runs = 5;
   std::vector<std::string> files;
   for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--runs" && i + 1 < args.size()) runs = std::max(1, std::atoi(args[++i].c_str()));
-    else files.push_back(args[i]);
+    if (args[i] == "--runs" && i + 1 < args.size())
+      runs = std::max(1, std::atoi(args[++i].c_str()));
+    else
+      files.push_back(args[i]);
   }
   if (files.empty()) return usageError("bench", "no input files");
 

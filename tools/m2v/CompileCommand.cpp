@@ -25,9 +25,12 @@ int compileCommand(const Args& args) {
     if (a == "-o" || a == "--entry" || a == "-I" || a == "-D") {
       const std::string* v = value(a.c_str());
       if (!v) return usageError("compile", a + " needs a value");
-      if (a == "-o") outDir = *v;
-      else if (a == "--entry") options.entries.push_back(*v);
-      else if (a == "-I") options.includeDirs.push_back(*v);
+      if (a == "-o")
+        outDir = *v;
+      else if (a == "--entry")
+        options.entries.push_back(*v);
+      else if (a == "-I")
+        options.includeDirs.push_back(*v);
       else {
         size_t eq = v->find('=');
         options.defines.emplace_back(v->substr(0, eq), eq == std::string::npos ? "" : v->substr(eq + 1));
