@@ -70,8 +70,13 @@ void checkHostSync(const Site& s, Out& out) {
     return;
   }
   if (s.is(s.rules.pollingCalls) && !s.loops().empty()) {
-    Candidate c{"host-sync", "polling"};
+    // A poll spins only when the loop waits on its answer: the call sits in the loop's condition, or its result
+    // decides whether the loop goes on. Reading results of work already known to be finished is not polling.
     const Loop* l = s.loops().back();
+    bool decidesLoop = ev.inCondition || ev.use == "cond" || l->header.find(ev.text) != std::string::npos ||
+                       (ev.use.rfind("var:", 0) == 0 && l->header.find(ev.use.substr(4)) != std::string::npos);
+    if (!decidesLoop) return;
+    Candidate c{"host-sync", "polling"};
     c.problem = code(ev.text) + " is polled in loop " + code(l->header) + ": the host spins until the GPU is done.";
     c.why = "A host polling loop is a blocking wait that also burns a CPU core; nothing else is recorded meanwhile.";
     c.direction = "Do not wait inside the operation; chain the dependent work on the GPU timeline.";

@@ -352,7 +352,10 @@ TEST_F(E2E, Casts) {
     wantBf[i] = floatToBfloat(f[i]);
   }
   EXPECT_TRUE(allEqual(read<uint16_t>(toHalf, n), wantHalf));
-  EXPECT_TRUE(allEqual(read<float>(halfBack, n), wantBack));
+  // float(half(x)) must be x rounded to half precision. NVIDIA 580.159 elides the OpFConvert float->half->float
+  // pair (a GLSL float(float16_t(x)) does the same there), so this check fails on that driver; lavapipe rounds.
+  EXPECT_TRUE(allEqual(read<float>(halfBack, n), wantBack))
+      << "float(half(x)) + 1 was not rounded through half precision on " << device().info().driver;
   EXPECT_TRUE(allEqual(read<int32_t>(toInt, n), wantInt));
   EXPECT_TRUE(allEqual(read<float>(fromInt, n), wantFromInt));
   EXPECT_TRUE(allClose(read<float>(fromU8, n), wantFromU8, kF32));

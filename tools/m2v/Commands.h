@@ -12,8 +12,8 @@ int compileCommand(const Args& args);
 int benchCommand(const Args& args);  // BenchCommand.cpp
 int runCommand(const Args& args);       // RunCommand.cpp
 int examplesCommand(const Args& args);  // RunCommand.cpp (bundled examples/, CPU-checked)
-int mlxCommand(const Args& args);
-int sweepCommand(const Args& args);     // SweepCommand.cpp (corpus/ conformance sweep)       // MlxCommand.cpp (one mx.fast.metal_kernel call from JSON)
+int mlxCommand(const Args& args);       // MlxCommand.cpp (one mx.fast.metal_kernel call from JSON)
+int sweepCommand(const Args& args);     // SweepCommand.cpp (corpus/ conformance sweep)
 
 // Usage errors share one format and exit code (2).
 int usageError(const std::string& command, const std::string& message);

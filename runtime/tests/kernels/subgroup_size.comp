@@ -14,7 +14,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer Uints { uint
 layout(push_constant, std430) uniform Push { uvec3 grid; uint reserved; Uints sizes; Uints sums; } pc;
 void main() {
   uint i = M2V_GLOBAL_ID.x;
-  uint live = subgroupAdd(1u);  // every invocation takes part, so the sum is the subgroup width
+  uint live = subgroupAdd(1u);  // lanes in this subgroup: edge regions run only the live threads (Metal)
   if (i >= pc.grid.x) return;
   pc.sizes.v[i] = gl_SubgroupSize;
   pc.sums.v[i] = live;

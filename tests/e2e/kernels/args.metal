@@ -73,7 +73,7 @@ kernel void moe_table(device const Expert* experts [[buffer(0)]], device const u
                       device const float* x [[buffer(2)]], device float* y [[buffer(3)]],
                       constant uint& dim [[buffer(4)]], uint2 gid [[thread_position_in_grid]]) {
   const uint row = gid.x, t = gid.y;
-  device const Expert& e = experts[route[t]];  // (a by-value copy hits a compiler bug, see the e2e report)
+  const Expert e = experts[route[t]];  // a by-value copy of a struct holding a device pointer
   float s = 0.0f;
   for (uint k = 0; k < dim; ++k) s += e.w[row * dim + k] * x[t * dim + k];
   y[t * dim + row] = e.gate * s;
