@@ -169,6 +169,11 @@ class Rewriter {
         if (i >= 2 && toks_[i - 1].text == "::" && toks_[i - 2].text == "metal") b = toks_[i - 2].begin;
         replace(b, toks_[i + 1].end, "__m2v::vec_ctor<" + std::string(src_.substr(b, t.end - b)) + ">(");
         ++i;
+      } else if ((t.text == "half" || t.text == "bfloat") && next(i, "(") && !prev(i, ".") && !prev(i, "->") &&
+                 !prev(i, "::")) {
+        // half <-> bfloat conversions, which C++ only allows through float.
+        replace(t.begin, toks_[i + 1].end, "__m2v::scalar_cast<" + std::string(t.text) + ">(");
+        ++i;
       } else if (t.text == "vec" && next(i, "<")) {
         size_t close = matchAngle(i + 1);
         if (close && close + 1 < toks_.size() && toks_[close + 1].text == "(" && !prev(i, "::")) {
@@ -182,8 +187,10 @@ class Rewriter {
         std::string_view inner = src_.substr(toks_[i + 2].begin, toks_[close - 1].end - toks_[i + 2].begin);
         bool vectorTarget = (close == i + 3 && isMetalVectorTypeName(toks_[i + 2].text)) ||
                             (toks_[i + 2].text == "vec" && toks_[i + 3].text == "<");
-        if (vectorTarget) {
-          replace(t.begin, toks_[close + 1].end, "__m2v::vec_ctor<" + std::string(inner) + ">(");
+        bool halfTarget = close == i + 3 && (toks_[i + 2].text == "half" || toks_[i + 2].text == "bfloat");
+        if (vectorTarget || halfTarget) {
+          replace(t.begin, toks_[close + 1].end,
+                  std::string(vectorTarget ? "__m2v::vec_ctor<" : "__m2v::scalar_cast<") + std::string(inner) + ">(");
           i = close + 1;
         }
       }

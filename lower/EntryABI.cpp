@@ -192,6 +192,15 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
     }
     args.push_back(v);
   }
+  // Program-scope initializers that are not constant (`constant bool has_x = is_function_constant_defined(x);`)
+  // are C++ global constructors: they run first, in every thread, before the kernel reads them.
+  if (llvm::GlobalVariable* ctors = m.getGlobalVariable("llvm.global_ctors")) {
+    if (auto* list = llvm::dyn_cast<llvm::ConstantArray>(ctors->getInitializer()))
+      for (const llvm::Use& entry : list->operands())
+        if (auto* ctor = llvm::dyn_cast<llvm::Function>(llvm::cast<llvm::ConstantStruct>(entry.get())->getOperand(1)))
+          b.CreateCall(ctor)->setCallingConv(ctor->getCallingConv());
+    ctors->eraseFromParent();
+  }
   llvm::CallInst* call = b.CreateCall(kernel, args);
   call->setCallingConv(kernel->getCallingConv());  // clang's spir_func: a mismatch would make the call UB
   b.CreateRetVoid();

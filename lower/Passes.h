@@ -46,6 +46,11 @@ struct ExpandMemoryIntrinsicsPass : llvm::PassInfoMixin<ExpandMemoryIntrinsicsPa
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
 };
 
+// Threadgroup arrays that meet in a phi or select share one arena variable.
+struct MergeThreadgroupArraysPass : llvm::PassInfoMixin<MergeThreadgroupArraysPass> {
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+};
+
 // After StructurizeCFG: gives every selection header its own merge block, so that merge blocks are unique.
 struct UniqueMergeBlocksPass : llvm::PassInfoMixin<UniqueMergeBlocksPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);

@@ -102,6 +102,11 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
     mpm.run(m, mam);
   }
+  {
+    llvm::ModulePassManager mpm;
+    mpm.addPass(MergeThreadgroupArraysPass());
+    mpm.run(m, mam);
+  }
   // The emitter works on instructions: constant expressions over globals (`gep (@table, 4)`) become instructions.
   std::vector<llvm::Constant*> globals;
   for (llvm::GlobalVariable& g : m.globals()) globals.push_back(&g);

@@ -580,9 +580,6 @@ void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Valu
   const llvm::Value* base = baseOf(ptr);
   if (!base) unsupported(at, "a threadgroup pointer whose array cannot be determined");
   LogicalVariable& var = logicalVariable(at, base);
-  if (var.storage == spv::StorageClass::Private && llvm::isa<llvm::GlobalVariable>(base) &&
-      llvm::cast<llvm::GlobalVariable>(base)->getAddressSpace() != 0)
-    unsupported(at, "a store to constant memory");
   uint64_t size = t->isPointerTy() ? 8 : dl_.getTypeStoreSize(t);
   Id index = elementIndex(ptrId, ptr->getType(), var.elementBytes);
   if (size == var.elementBytes) {

@@ -76,6 +76,12 @@ TEST(Rewriter, VectorConstructorsKeepMetalSemantics) {
   EXPECT_EQ(rewrite("x = static_cast<float>(h);"), "x = static_cast<float>(h);");
 }
 
+TEST(Rewriter, HalfAndBfloatConversions) {
+  EXPECT_EQ(rewrite("b = bfloat(h) + static_cast<half>(b);"),
+            "b = __m2v::scalar_cast<bfloat>(h) + __m2v::scalar_cast<half>(b);");
+  EXPECT_EQ(rewrite("x = v.half(1);"), "x = v.half(1);");
+}
+
 TEST(Rewriter, HalfLiterals) {
   EXPECT_EQ(rewrite("h = 1.5h + 2H;"), "h = ((half)1.5) + ((half)2);");
   EXPECT_EQ(rewrite("u = 0x1Fh;"), "u = 0x1Fh;");  // not a half literal; clang will say what it is

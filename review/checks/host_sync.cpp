@@ -1,5 +1,7 @@
 // host-sync: array eval()/wait() on lazily built arrays, stream/device synchronize, wait-idle, host fence and
 // semaphore waits, host polling loops. GPU-side waits are accepted.
+#include <regex>
+
 #include "check.h"
 
 namespace m2v::review {
@@ -69,15 +71,27 @@ void checkHostSync(const Site& s, Out& out) {
     out.push_back(c);
     return;
   }
-  if (s.is(s.rules.pollingCalls) && !s.loops().empty()) {
-    // A poll spins only when the loop waits on its answer: the call sits in the loop's condition, or its result
-    // decides whether the loop goes on. Reading results of work already known to be finished is not polling.
-    const Loop* l = s.loops().back();
-    bool decidesLoop = ev.inCondition || ev.use == "cond" || l->header.find(ev.text) != std::string::npos ||
-                       (ev.use.rfind("var:", 0) == 0 && l->header.find(ev.use.substr(4)) != std::string::npos);
-    if (!decidesLoop) return;
+  if (s.is(s.rules.pollingCalls)) {
+    // A poll spins only when a loop waits on its answer: the call (or the helper that makes it) sits in the loop's
+    // condition, or its result decides whether the loop goes on. Reading the results of work already known to be
+    // finished inside some loop is not polling.
+    auto mentions = [](const std::string& text, const std::string& word) {
+      return !word.empty() && std::regex_search(text, std::regex("\\b" + word + "\\b"));
+    };
+    const Loop* spinning = nullptr;
+    if (!ev.loops.empty()) {
+      const Loop& l = ev.loops.back();
+      std::string var = ev.use.rfind("var:", 0) == 0 ? ev.use.substr(4) : "";
+      if (ev.inCondition || ev.use == "cond" || l.header.find(ev.text) != std::string::npos || mentions(l.header, var))
+        spinning = &l;
+    }
+    for (size_t k = s.frames.size(); !spinning && k-- > 1;) {
+      const Event* call = s.frames[k].site;  // the call, in the caller, that led here
+      if (call && call->inCondition && !call->loops.empty()) spinning = &call->loops.back();
+    }
+    if (!spinning) return;
     Candidate c{"host-sync", "polling"};
-    c.problem = code(ev.text) + " is polled in loop " + code(l->header) + ": the host spins until the GPU is done.";
+    c.problem = code(ev.text) + " is polled in loop " + code(spinning->header) + ": the host spins until the GPU is done.";
     c.why = "A host polling loop is a blocking wait that also burns a CPU core; nothing else is recorded meanwhile.";
     c.direction = "Do not wait inside the operation; chain the dependent work on the GPU timeline.";
     out.push_back(c);

@@ -210,6 +210,15 @@ template <class T, class M> __M2V_F T sel(M m, T a, T b) {
   if constexpr (shape<T>::is_vec) return to_bool(m) ? a : b;
   else return m ? a : b;
 }
+// half(x), bfloat(x), static_cast<half>(x), static_cast<bfloat>(x) (the source rewriter sends them here): Metal
+// converts between half and bfloat directly, C++ only through float.
+template <class To, class From> __M2V_F To scalar_cast(From v) {
+  if constexpr ((__is_same(To, half) && __is_same(From, bfloat)) || (__is_same(To, bfloat) && __is_same(From, half)))
+    return (To)(float)v;
+  else
+    return (To)v;
+}
+
 } // namespace __m2v
 
 #endif
