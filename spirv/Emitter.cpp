@@ -884,6 +884,11 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
     case llvm::Instruction::FPTrunc:
     case llvm::Instruction::FPExt: {
       llvm::Type* from = i.getOperand(0)->getType();
+      // float(half(x)) must round; some drivers (NVIDIA 580) fold the conversion pair away, so say it explicitly.
+      if (auto* narrow = llvm::dyn_cast<llvm::FPTruncInst>(i.getOperand(0));
+          narrow && from->getScalarType()->isHalfTy() && t->getScalarType()->isFloatTy() &&
+          narrow->getOperand(0)->getType() == t)
+        return b_.op(Op::OpQuantizeToF16, typeOf(t), {value(narrow->getOperand(0))}, resultId(&i));
       Id v = value(i.getOperand(0));
       llvm::Type* f32t = withElement(t, llvm::Type::getFloatTy(t->getContext()));
       if (from->getScalarType()->isBFloatTy()) {
