@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 namespace m2v::host {
 
@@ -67,5 +68,55 @@ inline float bfloatToFloat(uint16_t b) { return bitsFloat(uint32_t(b) << 16); }
 // Round a float through half / bfloat precision.
 inline float roundHalf(float f) { return halfToFloat(floatToHalf(f)); }
 inline float roundBfloat(float f) { return bfloatToFloat(floatToBfloat(f)); }
+
+// One element of a buffer, by the short dtype names the tools use (f32 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64 bool),
+// read or written as a double (floats by value, integers exactly up to 2^53), little-endian.
+inline size_t dtypeSize(std::string_view t) {
+  if (t == "f32" || t == "i32" || t == "u32") return 4;
+  if (t == "f16" || t == "bf16" || t == "i16" || t == "u16") return 2;
+  if (t == "i64" || t == "u64") return 8;
+  return 1;
+}
+
+inline void storeElement(std::string_view t, double v, uint8_t* dst) {
+  if (t == "f32") {
+    float f = float(v);
+    std::memcpy(dst, &f, 4);
+  } else if (t == "f16" || t == "bf16") {
+    uint16_t h = t == "f16" ? floatToHalf(float(v)) : floatToBfloat(float(v));
+    std::memcpy(dst, &h, 2);
+  } else if (t == "bool") {
+    *dst = v != 0;
+  } else if (t[0] == 'u' && v >= 0) {
+    uint64_t u = uint64_t(v);
+    std::memcpy(dst, &u, dtypeSize(t));
+  } else {
+    int64_t i = int64_t(v);
+    std::memcpy(dst, &i, dtypeSize(t));  // two's complement, truncated to the element
+  }
+}
+
+inline double loadElement(std::string_view t, const uint8_t* src) {
+  if (t == "f32") {
+    float f;
+    std::memcpy(&f, src, 4);
+    return f;
+  }
+  if (t == "f16" || t == "bf16") {
+    uint16_t h;
+    std::memcpy(&h, src, 2);
+    return t == "f16" ? halfToFloat(h) : bfloatToFloat(h);
+  }
+  size_t n = dtypeSize(t);
+  if (t[0] == 'i') {
+    int64_t i = 0;
+    std::memcpy(&i, src, n);
+    int shift = int(64 - 8 * n);
+    return double(int64_t(uint64_t(i) << shift) >> shift);
+  }
+  uint64_t u = 0;
+  std::memcpy(&u, src, n);
+  return double(u);
+}
 
 }  // namespace m2v::host

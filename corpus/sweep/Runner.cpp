@@ -50,58 +50,13 @@ double roundTo(const std::string& dtype, double v) {
 
 namespace {
 
-size_t dtypeSize(const std::string& t) {
-  if (t == "f32" || t == "i32" || t == "u32") return 4;
-  if (t == "f16" || t == "bf16" || t == "i16" || t == "u16") return 2;
-  if (t == "i64" || t == "u64") return 8;
-  return 1;
-}
+using host::dtypeSize;
 bool isFloat(const std::string& t) { return t == "f32" || t == "f16" || t == "bf16"; }
 
-void store(const std::string& t, double v, uint8_t* dst) {
-  if (t == "f32") {
-    float f = float(v);
-    std::memcpy(dst, &f, 4);
-  } else if (t == "f16") {
-    uint16_t h = host::floatToHalf(float(v));
-    std::memcpy(dst, &h, 2);
-  } else if (t == "bf16") {
-    uint16_t h = host::floatToBfloat(float(v));
-    std::memcpy(dst, &h, 2);
-  } else if (t == "bool") {
-    *dst = v != 0;
-  } else if (t[0] == 'u') {
-    uint64_t u = uint64_t(v);
-    std::memcpy(dst, &u, dtypeSize(t));
-  } else {
-    int64_t i = int64_t(v);
-    std::memcpy(dst, &i, dtypeSize(t));
-  }
-}
+void store(const std::string& t, double v, uint8_t* dst) { host::storeElement(t, v, dst); }
 void storeBits(const std::string& t, uint64_t bits, uint8_t* dst) { std::memcpy(dst, &bits, dtypeSize(t)); }
 
-double load(const std::string& t, const uint8_t* src) {
-  if (t == "f32") {
-    float f;
-    std::memcpy(&f, src, 4);
-    return f;
-  }
-  if (t == "f16" || t == "bf16") {
-    uint16_t h;
-    std::memcpy(&h, src, 2);
-    return t == "f16" ? host::halfToFloat(h) : host::bfloatToFloat(h);
-  }
-  size_t n = dtypeSize(t);
-  if (t[0] == 'i') {
-    int64_t i = 0;
-    std::memcpy(&i, src, n);
-    int shift = int(64 - 8 * n);
-    return double((i << shift) >> shift);
-  }
-  uint64_t u = 0;
-  std::memcpy(&u, src, n);
-  return double(u);
-}
+double load(const std::string& t, const uint8_t* src) { return host::loadElement(t, src); }
 
 std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 

@@ -48,47 +48,8 @@ const DType* findDType(const std::string& name) {
 }
 
 // Stores `v` (a float for float types, an integer otherwise) as one element of `t` at `dst`.
-void storeValue(const DType& t, double v, uint8_t* dst) {
-  std::string n = t.name;
-  if (n == "f32") {
-    float f = float(v);
-    std::memcpy(dst, &f, 4);
-  } else if (n == "f16") {
-    uint16_t h = host::floatToHalf(float(v));
-    std::memcpy(dst, &h, 2);
-  } else if (n == "bf16") {
-    uint16_t h = host::floatToBfloat(float(v));
-    std::memcpy(dst, &h, 2);
-  } else if (n == "bool") {
-    *dst = v != 0 ? 1 : 0;
-  } else {
-    int64_t i = int64_t(v);
-    std::memcpy(dst, &i, t.size);  // little-endian truncation
-  }
-}
-
-double loadValue(const DType& t, const uint8_t* src) {
-  std::string n = t.name;
-  if (n == "f32") {
-    float f;
-    std::memcpy(&f, src, 4);
-    return f;
-  }
-  if (n == "f16" || n == "bf16") {
-    uint16_t h;
-    std::memcpy(&h, src, 2);
-    return n == "f16" ? host::halfToFloat(h) : host::bfloatToFloat(h);
-  }
-  if (t.isSigned) {
-    int64_t i = 0;
-    std::memcpy(&i, src, t.size);
-    int shift = int(64 - 8 * t.size);
-    return double((i << shift) >> shift);
-  }
-  uint64_t u = 0;
-  std::memcpy(&u, src, t.size);
-  return double(u);
-}
+void storeValue(const DType& t, double v, uint8_t* dst) { host::storeElement(t.name, v, dst); }
+double loadValue(const DType& t, const uint8_t* src) { return host::loadElement(t.name, src); }
 
 struct ArgSpec {
   uint32_t index = 0;
