@@ -6,6 +6,7 @@
 // SPEC: DTYPE:COUNT:rand | DTYPE:COUNT:const:V | DTYPE:COUNT:iota | DTYPE:COUNT:zero | DTYPE:file:PATH |
 //       DTYPE:scalar:V   (dtypes f32 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64 bool)
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iomanip>
@@ -394,8 +395,11 @@ int runCommand(const Args& args) {
     std::cerr << "m2v run: refused: " << e.what() << "\n";
     return static_cast<int>(Status::Unsupported);
   } catch (const DeviceError& e) {
-    std::cerr << "m2v run: device failure: " << e.what() << "\n";
-    return static_cast<int>(Status::DeviceError);
+    // The GPU may still be running the kernel that timed out; normal exit would run the driver's teardown, which can
+    // wait for it forever. Leave now.
+    std::cerr << "m2v run: device failure: " << e.what() << std::endl;
+    std::cout.flush();
+    std::_Exit(static_cast<int>(Status::DeviceError));
   } catch (const RuntimeError& e) {
     std::cerr << "m2v run: " << e.what() << "\n";
     return static_cast<int>(Status::DeviceError);
