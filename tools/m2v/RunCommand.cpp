@@ -52,6 +52,14 @@ const DType* findDType(const std::string& name) {
 void storeValue(const DType& t, double v, uint8_t* dst) { host::storeElement(t.name, v, dst); }
 double loadValue(const DType& t, const uint8_t* src) { return host::loadElement(t.name, src); }
 
+// "const device float*" -> "float"; "" when the pointee is not a plain scalar.
+std::string pointeeScalar(std::string type) {
+  for (const char* word : {"const ", "volatile ", "device ", "constant ", "threadgroup ", "thread "})
+    for (size_t pos; (pos = type.find(word)) != std::string::npos;) type.erase(pos, std::strlen(word));
+  while (!type.empty() && (type.back() == '*' || type.back() == '&' || type.back() == ' ')) type.pop_back();
+  return type;
+}
+
 struct ArgSpec {
   uint32_t index = 0;
   const DType* type = nullptr;
@@ -292,6 +300,15 @@ int runCommand(const Args& args) {
     bool given = false;
     for (const ArgSpec& s : specs) given |= s.index == pa.buffer;
     if (!given) return usageError("run", "kernel '" + entry + "' needs --arg " + std::to_string(pa.buffer) + "=SPEC");
+  }
+  // A buffer whose elements are narrower than the parameter's makes the kernel read past its end: refuse that.
+  for (const KernelParam& p : refl.params) {
+    if (p.kind != ParamKind::Buffer) continue;
+    const DType* want = findDType(pointeeScalar(p.type));
+    for (const ArgSpec& s : specs)
+      if (s.index == p.index && want && s.type && s.type->size != want->size && s.type->size < want->size)
+        return usageError("run", "--arg " + std::to_string(s.index) + " gives " + s.type->name + " elements but '" +
+                                     p.name + "' is " + p.type);
   }
   for (const auto& [index, path] : outs) {
     bool ok = false;
