@@ -44,7 +44,7 @@ CompileResult compileSource(const std::string& source, const std::string& name, 
 
     std::unique_ptr<llvm::Module> m = llvm::CloneModule(*fe.module);
     Diagnostics entryDiags;
-    bool ok = lower::lowerEntry(*m, entry, fe.functionConstants, reflection, sources, entryDiags);
+    bool ok = lower::lowerEntry(*m, entry, fe.functionConstants, reflection, entryDiags);
     std::vector<uint32_t> words;
     std::string loweredIR;
     if (ok && (options.keepLoweredIR || std::getenv("M2V_DUMP_LOWERED_IR"))) {

@@ -43,16 +43,17 @@ llvm::PreservedAnalyses MergeThreadgroupArraysPass::run(llvm::Module& m, llvm::M
     uint64_t size = 0, align = 1;
     std::vector<uint64_t> offsets;
     for (llvm::GlobalVariable* g : members) {
-      uint64_t a = std::max<uint64_t>(g->getAlign().valueOrOne().value(), dl.getABITypeAlign(g->getValueType()).value());
+      uint64_t a =
+          std::max<uint64_t>(g->getAlign().valueOrOne().value(), dl.getABITypeAlign(g->getValueType()).value());
       size = (size + a - 1) / a * a;
       offsets.push_back(size);
       size += dl.getTypeAllocSize(g->getValueType());
       align = std::max(align, a);
     }
     auto* type = llvm::ArrayType::get(llvm::Type::getInt8Ty(m.getContext()), size);
-    auto* arena = new llvm::GlobalVariable(m, type, false, llvm::GlobalValue::InternalLinkage,
-                                           llvm::UndefValue::get(type), "m2v.threadgroup.arena", nullptr,
-                                           llvm::GlobalValue::NotThreadLocal, kThreadgroupAS);
+    auto* arena =
+        new llvm::GlobalVariable(m, type, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(type),
+                                 "m2v.threadgroup.arena", nullptr, llvm::GlobalValue::NotThreadLocal, kThreadgroupAS);
     arena->setAlignment(llvm::Align(align));
     for (size_t k = 0; k < members.size(); ++k) {
       llvm::Constant* at = llvm::ConstantExpr::getInBoundsGetElementPtr(

@@ -60,6 +60,6 @@ struct UniqueMergeBlocksPass : llvm::PassInfoMixin<UniqueMergeBlocksPass> {
 // `diags`.
 bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
                 const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& reflection,
-                const frontend::SourceMap& sources, Diagnostics& diags);
+                Diagnostics& diags);
 
 }  // namespace m2v::lower

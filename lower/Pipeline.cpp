@@ -1,6 +1,5 @@
 // lowerEntry: the whole lowering for one entry point, from clang's module to IR the SPIR-V emitter accepts.
 #include <llvm/Analysis/LoopAnalysisManager.h>
-#include <llvm/IR/DebugInfo.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/ReplaceConstant.h>
@@ -15,7 +14,6 @@
 #include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Transforms/Scalar/StructurizeCFG.h>
-#include <llvm/Transforms/Utils/Debugify.h>
 #include <llvm/Transforms/Utils/FixIrreducible.h>
 #include <llvm/Transforms/Utils/LoopSimplify.h>
 #include <llvm/Transforms/Utils/LowerSwitch.h>
@@ -47,7 +45,7 @@ struct ReplaceUnreachablePass : llvm::PassInfoMixin<ReplaceUnreachablePass> {
 
 bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
                 const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& reflection,
-                const frontend::SourceMap& sources, Diagnostics& diags) {
+                Diagnostics& diags) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -72,7 +70,6 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     mpm.run(m, mam);
   }
   if (diags.hasErrors()) return false;
-  if (getenv("M2V_DUMP_PRE_OPT")) m.print(llvm::errs(), nullptr);
 
   // LLVM's optimizer as at -O2, without the vectorizers, and without turning loops into memset/memcpy (GPUs have
   // neither; expanding them again would lose the loop's element width).
@@ -118,7 +115,6 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     diags.internal("lowering produced invalid LLVM IR for '" + entry.entryName + "': " + err);
     return false;
   }
-  (void)sources;
   return true;
 }
 
