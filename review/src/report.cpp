@@ -15,6 +15,12 @@ std::map<std::string, int> counts(const Review& r) {
 
 std::string verdict(const Review& r) {
   auto c = counts(r);
+  // Code the front end could not make sense of was not reviewed; say so instead of calling it friendly.
+  if (r.findings.empty() && r.target.functions.empty() && r.recoveredErrors)
+    return "Nothing was reviewed: the target defines no function the front end could parse (" +
+           std::to_string(r.recoveredErrors) +
+           " error diagnostic(s), e.g. a class declared in a header that was not found); pass -I DIR or "
+           "--compile-commands FILE.";
   if (r.findings.empty()) return "No pipeline hazards found on the reviewed paths: pipeline-friendly as far as the reviewer can see.";
   if (c["high"]) return "Not pipeline-friendly: " + std::to_string(c["high"]) + " path(s) sync the host or fall back to the CPU on the GPU path.";
   if (c["medium"]) return "Asynchronous, but with avoidable copies or materialization on the GPU path.";
