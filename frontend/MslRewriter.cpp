@@ -141,6 +141,8 @@ class Rewriter {
         if (t.text == ")") parenDepth = std::max(0, parenDepth - 1);
         if (t.text == "[[") {
           if (auto end = rewriteAttributeList(i, parenDepth > 0)) i = *end;
+        } else if (t.text == "[" && parenDepth > 0) {
+          if (auto end = rewriteArrayParameter(i)) i = *end;
         }
         continue;
       }
@@ -223,6 +225,29 @@ class Rewriter {
         return true;
     }
     return false;
+  }
+
+  // `f(constant int shape[4], ...)`: a parameter declared as an array in an address space is a pointer in Metal;
+  // C++ rejects the address space on an array parameter, so write the pointer. `open` is the `[` after the name.
+  std::optional<size_t> rewriteArrayParameter(size_t open) {
+    if (open < 2 || toks_[open - 1].kind != TokKind::Identifier) return std::nullopt;
+    std::string_view beforeName = toks_[open - 2].text;
+    if (toks_[open - 2].kind != TokKind::Identifier && beforeName != ">") return std::nullopt;  // a type, not `f(x[3])`
+    size_t close = open;
+    while (close < toks_.size() && toks_[close].text != "]") ++close;
+    if (close + 1 >= toks_.size()) return std::nullopt;
+    std::string_view after = toks_[close + 1].text;
+    if (after != "," && after != ")" && after != "[[") return std::nullopt;
+    bool inAddressSpace = false;  // the parameter, back to its `(` or `,`, names an address space
+    for (size_t k = open - 1; k > 0; --k) {
+      std::string_view w = toks_[k - 1].text;
+      if (w == "(" || w == "," || w == ";" || w == "{") break;
+      inAddressSpace |= w == "device" || w == "constant" || w == "threadgroup";
+    }
+    if (!inAddressSpace) return std::nullopt;
+    const Token& name = toks_[open - 1];
+    replace(name.begin, toks_[close].end, "* " + std::string(name.text));
+    return close;
   }
 
   // Inserts ` = {}` before each top-level `,` and the `;` of the declaration that starts at token `i`.

@@ -76,6 +76,13 @@ TEST(Rewriter, VectorConstructorsKeepMetalSemantics) {
   EXPECT_EQ(rewrite("x = static_cast<float>(h);"), "x = static_cast<float>(h);");
 }
 
+TEST(Rewriter, ArrayParametersInAnAddressSpaceArePointers) {
+  EXPECT_EQ(rewrite("int f(constant const int shape[4], device float* x) {"),
+            "int f(constant const int * shape, device float* x) {");
+  EXPECT_EQ(rewrite("g(x[3], y)"), "g(x[3], y)");           // an expression, not a declaration
+  EXPECT_EQ(rewrite("void h(int a[2]) {"), "void h(int a[2]) {");  // no address space: C++ already decays it
+}
+
 TEST(Rewriter, HalfAndBfloatConversions) {
   EXPECT_EQ(rewrite("b = bfloat(h) + static_cast<half>(b);"),
             "b = __m2v::scalar_cast<bfloat>(h) + __m2v::scalar_cast<half>(b);");
