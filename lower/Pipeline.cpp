@@ -73,7 +73,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
 
   // LLVM's optimizer as at -O2, without the vectorizers, and without turning loops into memset/memcpy (GPUs have
   // neither; expanding them again would lose the loop's element width).
-  llvm::DisableLIRP::All = true;
+  static const bool noLoopIdioms = (llvm::DisableLIRP::All = true);  // process-wide; set once (compiles run in threads)
+  (void)noLoopIdioms;
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
 
   {
