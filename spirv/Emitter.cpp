@@ -472,25 +472,26 @@ namespace {
 uint32_t alignOperand(uint64_t align) { return static_cast<uint32_t>(align ? align : 1); }
 }  // namespace
 
-Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, uint64_t align) {
-  llvm::LLVMContext& ctx = module_.getContext();
+// The members of a struct or array as (type, byte offset): aggregates are loaded and stored member by member.
+std::vector<std::pair<llvm::Type*, uint64_t>> Emitter::aggregateMembers(llvm::Type* t) {
+  std::vector<std::pair<llvm::Type*, uint64_t>> members;
   if (auto* st = llvm::dyn_cast<llvm::StructType>(t)) {
     const llvm::StructLayout* sl = dl_.getStructLayout(st);
-    std::vector<Id> parts;
-    for (unsigned i = 0; i < st->getNumElements(); ++i) {
-      Id off = offsetPointer(ptr, ptrId, sl->getElementOffset(i));
-      parts.push_back(load(at, st->getElementType(i), ptr, off,
-                           std::gcd(align, sl->getElementOffset(i) ? sl->getElementOffset(i) : align)));
-    }
-    return b_.op(Op::OpCompositeConstruct, typeOf(t), parts);
-  }
-  if (auto* arr = llvm::dyn_cast<llvm::ArrayType>(t)) {
+    for (unsigned i = 0; i < st->getNumElements(); ++i)
+      members.emplace_back(st->getElementType(i), sl->getElementOffset(i));
+  } else if (auto* arr = llvm::dyn_cast<llvm::ArrayType>(t)) {
     uint64_t stride = dl_.getTypeAllocSize(arr->getElementType());
+    for (uint64_t i = 0; i < arr->getNumElements(); ++i) members.emplace_back(arr->getElementType(), i * stride);
+  }
+  return members;
+}
+
+Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, uint64_t align) {
+  llvm::LLVMContext& ctx = module_.getContext();
+  if (auto members = aggregateMembers(t); !members.empty()) {
     std::vector<Id> parts;
-    for (uint64_t i = 0; i < arr->getNumElements(); ++i) {
-      Id off = offsetPointer(ptr, ptrId, i * stride);
-      parts.push_back(load(at, arr->getElementType(), ptr, off, std::gcd(align, stride)));
-    }
+    for (const auto& [type, offset] : members)
+      parts.push_back(load(at, type, ptr, offsetPointer(ptr, ptrId, offset), std::gcd(align, offset ? offset : align)));
     return b_.op(Op::OpCompositeConstruct, typeOf(t), parts);
   }
   if (t->isIntegerTy(1)) {  // bools live in memory as bytes
@@ -540,22 +541,11 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
 void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id v,
                     uint64_t align) {
   llvm::LLVMContext& ctx = module_.getContext();
-  if (auto* st = llvm::dyn_cast<llvm::StructType>(t)) {
-    const llvm::StructLayout* sl = dl_.getStructLayout(st);
-    for (unsigned i = 0; i < st->getNumElements(); ++i) {
-      Id off = offsetPointer(ptr, ptrId, sl->getElementOffset(i));
-      Id part = b_.op(Op::OpCompositeExtract, typeOf(st->getElementType(i)), {v, i});
-      store(at, st->getElementType(i), ptr, off, part,
-            std::gcd(align, sl->getElementOffset(i) ? sl->getElementOffset(i) : align));
-    }
-    return;
-  }
-  if (auto* arr = llvm::dyn_cast<llvm::ArrayType>(t)) {
-    uint64_t stride = dl_.getTypeAllocSize(arr->getElementType());
-    for (uint64_t i = 0; i < arr->getNumElements(); ++i) {
-      Id off = offsetPointer(ptr, ptrId, i * stride);
-      Id part = b_.op(Op::OpCompositeExtract, typeOf(arr->getElementType()), {v, static_cast<uint32_t>(i)});
-      store(at, arr->getElementType(), ptr, off, part, std::gcd(align, stride));
+  if (auto members = aggregateMembers(t); !members.empty()) {
+    for (uint32_t k = 0; k < members.size(); ++k) {
+      auto [type, offset] = members[k];
+      Id part = b_.op(Op::OpCompositeExtract, typeOf(type), {v, k});
+      store(at, type, ptr, offsetPointer(ptr, ptrId, offset), part, std::gcd(align, offset ? offset : align));
     }
     return;
   }

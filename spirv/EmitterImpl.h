@@ -73,6 +73,7 @@ class Emitter {
   Id load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, uint64_t align);
   void store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id valueId, uint64_t align);
   Id physicalPointer(Id address, Id pointeeType);
+  std::vector<std::pair<llvm::Type*, uint64_t>> aggregateMembers(llvm::Type* t);
   Id elementIndex(Id offset, llvm::Type* ptrType, unsigned elementBytes);
   Id offsetPointer(const llvm::Value* ptr, Id ptrId, uint64_t bytes);
   Id logicalElementPointer(const LogicalVariable& var, Id elementIndex);
