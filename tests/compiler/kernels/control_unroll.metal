@@ -1,5 +1,5 @@
 // ENTRIES: control_unroll
-// (A loop with unroll(disable) around another loop hits compiler bug M2V-BUG-3, see tests/compiler/bugs/.)
+// (An unroll(disable) loop around another loop is covered by regress_nested_loop_unroll_disable.metal.)
 // #pragma clang loop unroll(full), #pragma unroll and #pragma unroll N on fixed-trip loops (as in MLX's GEMM tiles).
 #include <metal_stdlib>
 using namespace metal;

@@ -22,7 +22,7 @@ kernel void cast_f32_to_bf16(device const float4* in [[buffer(0)]], device bfloa
 kernel void binary_broadcast(device const float* a [[buffer(0)]], device const float* row_bias [[buffer(1)]],
                              device float* out [[buffer(2)]], constant uint2& shape [[buffer(3)]],
                              uint2 pos [[thread_position_in_grid]]) {
-  if (pos.x >= shape.x || pos.y >= shape.y) return;  // any(bool2) is M2V-BUG-6
+  if (pos.x >= shape.x || pos.y >= shape.y) return;  // any(bool2) is in regress_bool_vector_any.metal
   uint idx = pos.y * shape.x + pos.x;
   out[idx] = a[idx] * row_bias[pos.x] + select(0.0f, 1.0f, pos.x == 0 && pos.y == 0);
 }

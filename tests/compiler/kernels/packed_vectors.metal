@@ -1,8 +1,7 @@
 // ENTRIES: packed_vectors
 // packed_float3 / packed_half4 in buffers: tight layout (12/8-byte strides), element access by member and index,
 // conversion to the vector type in thread memory.
-// (Copying a whole packed_ vector or struct object out of / into device memory is compiler bug M2V-BUG-1, see
-// tests/compiler/README.md; this kernel uses member access.)
+// (Whole-object copies to and from device memory are covered by regress_packed_vector_device_copy.metal.)
 #include <metal_stdlib>
 using namespace metal;
 
