@@ -71,6 +71,18 @@ Id Emitter::subgroupSize() {
   return builtinInput(spv::BuiltIn::SubgroupSize, u32());
 }
 
+// A GLSL.std.450 floating-point instruction on values of type `t`. bfloat (and double where GLSL has no double
+// form) is computed in float and converted back.
+Id Emitter::glslFloat(llvm::Type* t, uint32_t inst, std::vector<Id> args, bool doubleOk) {
+  llvm::Type* st = t->getScalarType();
+  bool viaFloat = st->isBFloatTy() || (st->isDoubleTy() && !doubleOk);
+  if (!viaFloat) return glsl(typeOf(t), inst, args);
+  llvm::Type* ft = withElement(t, llvm::Type::getFloatTy(module_.getContext()));
+  for (Id& a : args) a = st->isBFloatTy() ? bfloatToFloat(a, t) : b_.op(Op::OpFConvert, typeOf(ft), {a});
+  Id r = glsl(typeOf(ft), inst, args);
+  return st->isBFloatTy() ? floatToBfloat(r, t) : b_.op(Op::OpFConvert, typeOf(t), {r});
+}
+
 Id Emitter::emitCall(const llvm::CallInst& call) {
   const llvm::Function* f = call.getCalledFunction();
   if (!f) unsupported(&call, "an indirect call (function pointers are not supported)");
@@ -97,15 +109,9 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
 
   // Floating-point math through GLSL.std.450. bfloat and double go through float where GLSL has no such precision.
   auto floatMath = [&](uint32_t inst, unsigned nargs, bool doubleOk) -> Id {
-    llvm::Type* st = t->getScalarType();
     std::vector<Id> args;
     for (unsigned k = 0; k < nargs; ++k) args.push_back(arg(k));
-    bool viaFloat = st->isBFloatTy() || (st->isDoubleTy() && !doubleOk);
-    if (!viaFloat) return done(glsl(typeOf(t), inst, args));
-    llvm::Type* ft = withElement(t, llvm::Type::getFloatTy(ctx));
-    for (Id& a : args) a = st->isBFloatTy() ? bfloatToFloat(a, t) : b_.op(Op::OpFConvert, typeOf(ft), {a});
-    Id r = glsl(typeOf(ft), inst, args);
-    return done(st->isBFloatTy() ? floatToBfloat(r, t) : b_.op(Op::OpFConvert, typeOf(t), {r}));
+    return done(glslFloat(t, inst, args, doubleOk));
   };
   auto intBinary = [&](uint32_t inst) { return done(glsl(typeOf(t), inst, {arg(0), arg(1)})); };
   auto splatInt = [&](llvm::Type* like, uint64_t v) { return intConst(like, v); };
@@ -540,13 +546,7 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
   }
   if (name == "rsqrt" || name == "fract" || name == "sign") {
     uint32_t inst = name == "rsqrt" ? GLSL::InverseSqrt : name == "fract" ? GLSL::Fract : GLSL::FSign;
-    llvm::Type* st = t->getScalarType();
-    if (st->isFloatTy() || st->isHalfTy() || (st->isDoubleTy() && inst != GLSL::InverseSqrt))
-      return done(glsl(typeOf(t), inst, {arg(0)}));
-    llvm::Type* ft = withElement(t, llvm::Type::getFloatTy(ctx));
-    Id x = st->isBFloatTy() ? bfloatToFloat(arg(0), t) : b_.op(Op::OpFConvert, typeOf(ft), {arg(0)});
-    Id r = glsl(typeOf(ft), inst, {x});
-    return done(st->isBFloatTy() ? floatToBfloat(r, t) : b_.op(Op::OpFConvert, typeOf(t), {r}));
+    return done(glslFloat(t, inst, {arg(0)}, inst != GLSL::InverseSqrt));
   }
   if (name == "function_constant_defined")
     unsupported(&call, "is_function_constant_defined() of something that is not a function constant");

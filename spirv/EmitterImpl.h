@@ -68,6 +68,7 @@ class Emitter {
   Id floatToBfloat(Id v, llvm::Type* bfType);
   llvm::Type* withElement(llvm::Type* t, llvm::Type* elem);
   Id glsl(Id type, uint32_t inst, const std::vector<Id>& args);
+  Id glslFloat(llvm::Type* t, uint32_t inst, std::vector<Id> args, bool doubleOk);
 
   // --- memory
   Id load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, uint64_t align);
