@@ -469,6 +469,20 @@ class Extractor {
     cur_->events.push_back(std::move(ev));
   }
 
+  // A pointer read or write (`p[i]`, `*p`) through the variable at the root of `base`.
+  void recordDeref(const Expr* whole, const Expr* base, const Ctx& c) {
+    std::string v = rootVar(base);
+    if (v.empty()) return;
+    Event ev;
+    ev.kind = "deref";
+    ev.name = v;
+    ev.receiverVar = v;
+    ev.text = text(whole);
+    ev.isWrite = isWriteTarget(whole);
+    stamp(ev, whole, c);
+    cur_->events.push_back(std::move(ev));
+  }
+
   void recordRecovery(const RecoveryExpr* re, const Ctx& c) {
     // pointer reads inside code clang could not type (`v[i]` on a variable whose type is unknown)
     std::string t = text(re);
@@ -710,34 +724,12 @@ class Extractor {
       return;
     }
     if (auto* as = dyn_cast<ArraySubscriptExpr>(s)) {
-      std::string v = rootVar(as->getBase());
-      if (!v.empty()) {
-        Event ev;
-        ev.kind = "deref";
-        ev.name = v;
-        ev.receiverVar = v;
-        ev.text = text(as);
-        ev.isWrite = isWriteTarget(as);
-        stamp(ev, as, c);
-        cur_->events.push_back(std::move(ev));
-      }
+      recordDeref(as, as->getBase(), c);
       walkChildren(s, c);
       return;
     }
     if (auto* uo = dyn_cast<UnaryOperator>(s)) {
-      if (uo->getOpcode() == UO_Deref) {
-        std::string v = rootVar(uo->getSubExpr());
-        if (!v.empty()) {
-          Event ev;
-          ev.kind = "deref";
-          ev.name = v;
-          ev.receiverVar = v;
-          ev.text = text(uo);
-          ev.isWrite = isWriteTarget(uo);
-          stamp(ev, uo, c);
-          cur_->events.push_back(std::move(ev));
-        }
-      }
+      if (uo->getOpcode() == UO_Deref) recordDeref(uo, uo->getSubExpr(), c);
       walkChildren(s, c);
       return;
     }
