@@ -70,10 +70,14 @@ class Cleanup {
 enum class BytesMemory { Device, Host, Cached, Bar };
 const char* bytesMemoryName(BytesMemory m) {
   switch (m) {
-    case BytesMemory::Device: return "device";
-    case BytesMemory::Host: return "host";
-    case BytesMemory::Cached: return "cached";
-    case BytesMemory::Bar: return "bar";
+    case BytesMemory::Device:
+      return "device";
+    case BytesMemory::Host:
+      return "host";
+    case BytesMemory::Cached:
+      return "cached";
+    case BytesMemory::Bar:
+      return "bar";
   }
   return "?";
 }
@@ -110,7 +114,8 @@ class RawHost {
       destroyMessenger_ = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
           vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
       VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-      mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+      mci.messageSeverity =
+          VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
       mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
       mci.pfnUserCallback = [](VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
                                const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) -> VkBool32 {
@@ -167,7 +172,7 @@ class RawHost {
     f12.storageBuffer8BitAccess = needs("StorageBuffer8BitAccess");
     f12.vulkanMemoryModel = needs("VulkanMemoryModel");
     f12.vulkanMemoryModelDeviceScope = needs("VulkanMemoryModelDeviceScope");
-    f13.maintenance4 = VK_TRUE;  // modules declare their workgroup size with LocalSizeId (docs/ABI.md)
+    f13.maintenance4 = VK_TRUE;         // modules declare their workgroup size with LocalSizeId (docs/ABI.md)
     f13.subgroupSizeControl = VK_TRUE;  // required_subgroup_size 32 (simdgroup kernels)
     f13.computeFullSubgroups = VK_TRUE;
     float priority = 1;
@@ -231,8 +236,8 @@ class RawHost {
     for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
       VkMemoryPropertyFlags f = memory_.memoryTypes[i].propertyFlags;
       s << "  type " << i << " heap " << memory_.memoryTypes[i].heapIndex << " ("
-        << memory_.memoryHeaps[memory_.memoryTypes[i].heapIndex].size / (1 << 20) << " MiB):"
-        << (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT ? " device-local" : "")
+        << memory_.memoryHeaps[memory_.memoryTypes[i].heapIndex].size / (1 << 20)
+        << " MiB):" << (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT ? " device-local" : "")
         << (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT ? " host-visible" : "")
         << (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT ? " coherent" : "")
         << (f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT ? " cached" : "") << "\n";
@@ -245,13 +250,19 @@ class RawHost {
   // closest one; -1 when nothing fits.
   int memoryTypeFor(uint32_t bits, const std::string& kind) const {
     const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, cached = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+    const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                cached = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
     int type = -1;
-    if (kind == "device" || kind == "bytes-device") type = memoryType(bits, local, 0);
-    else if (kind == "bytes-host") type = memoryType(bits, visible, cached | local);
-    else if (kind == "bytes-cached") type = memoryType(bits, visible | cached, local);
-    else if (kind == "bytes-bar") type = memoryType(bits, visible | local, 0);
-    else type = memoryType(bits, visible | cached, 0);
+    if (kind == "device" || kind == "bytes-device")
+      type = memoryType(bits, local, 0);
+    else if (kind == "bytes-host")
+      type = memoryType(bits, visible, cached | local);
+    else if (kind == "bytes-cached")
+      type = memoryType(bits, visible | cached, local);
+    else if (kind == "bytes-bar")
+      type = memoryType(bits, visible | local, 0);
+    else
+      type = memoryType(bits, visible | cached, 0);
     if (type < 0 && kind != "device" && kind != "bytes-device") type = memoryType(bits, visible, 0);
     return type;
   }
@@ -324,8 +335,13 @@ class RawHost {
     subgroup.requiredSubgroupSize = r.requiredSubgroupSize;
     VkComputePipelineCreateInfo cpci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     cpci.flags = dispatchBase ? VK_PIPELINE_CREATE_DISPATCH_BASE_BIT : 0;
-    cpci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, r.requiredSubgroupSize ? &subgroup : nullptr, 0,
-                  VK_SHADER_STAGE_COMPUTE_BIT, module, r.spirvEntry.c_str(), &spec};
+    cpci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  r.requiredSubgroupSize ? &subgroup : nullptr,
+                  0,
+                  VK_SHADER_STAGE_COMPUTE_BIT,
+                  module,
+                  r.spirvEntry.c_str(),
+                  &spec};
     cpci.layout = p.layout;
     vkOk(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &cpci, nullptr, &p.pipeline), "vkCreateComputePipelines");
     VkPipeline pipeline = p.pipeline;
@@ -414,7 +430,9 @@ std::vector<uint8_t> initialContents(const corpus::BufferSpec& b, uint64_t seed)
   const size_t n = b.count(), es = host::dtypeSize(b.dtype);
   std::vector<uint8_t> data(n * es, b.role == "out" ? 0xff : 0);
   if (b.role == "out" || b.role == "scratch") return data;
-  auto arg = [&](size_t i, double def) { return i < b.initArgs.size() ? std::strtod(b.initArgs[i].c_str(), nullptr) : def; };
+  auto arg = [&](size_t i, double def) {
+    return i < b.initArgs.size() ? std::strtod(b.initArgs[i].c_str(), nullptr) : def;
+  };
   std::mt19937_64 rng(seed);
   const bool isFloat = b.dtype[0] == 'f' || b.dtype == "bf16";
   const double lo = arg(0, -1), hi = arg(1, 1);
@@ -469,8 +487,10 @@ PathResult runStream(Device& device, const Kernel& kernel, const corpus::Case& c
   for (const corpus::BufferSpec& b : c.buffers) {
     const std::vector<uint8_t>& data = inputs.at(b.index);
     Buffer buffer = device.createBuffer(std::max<size_t>((data.size() + 3) / 4 * 4, 4));
-    if (b.role == "out") stream.fillBytes(buffer, 0, buffer.size(), 0xff);
-    else stream.upload(buffer, 0, data.data(), data.size());
+    if (b.role == "out")
+      stream.fillBytes(buffer, 0, buffer.size(), 0xff);
+    else
+      stream.upload(buffer, 0, data.data(), data.size());
     buffers[b.index] = buffer;
   }
   stream.synchronize();
@@ -481,8 +501,10 @@ PathResult runStream(Device& device, const Kernel& kernel, const corpus::Case& c
     stream.setBytes(packed.data(), packed.size(), b.index);
   }
   auto dispatch = [&] {
-    if (c.groups) stream.dispatchThreadgroups(c.grid, c.threadgroup);
-    else stream.dispatchThreads(c.grid, c.threadgroup);
+    if (c.groups)
+      stream.dispatchThreadgroups(c.grid, c.threadgroup);
+    else
+      stream.dispatchThreads(c.grid, c.threadgroup);
   };
   for (auto start = Clock::now(); Clock::now() - start < std::chrono::milliseconds(o.warmupMs);) {
     for (int i = 0; i < 16; ++i) dispatch();
@@ -541,8 +563,10 @@ PathResult runRaw(RawHost& raw, const corpus::CompiledEntry& module, const corpu
     std::vector<uint8_t> packed = packBytes(b);
     packed.resize((packed.size() + 3) / 4 * 4);
     RawBuffer buffer = raw.buffer(owner, packed.size(), std::string("bytes-") + bytesMemoryName(bytesMemory));
-    if (buffer.host) std::memcpy(buffer.host, packed.data(), packed.size());
-    else vkCmdUpdateBuffer(raw.cmd(), buffer.buffer, 0, packed.size(), packed.data());
+    if (buffer.host)
+      std::memcpy(buffer.host, packed.data(), packed.size());
+    else
+      vkCmdUpdateBuffer(raw.cmd(), buffer.buffer, 0, packed.size(), packed.data());
     buffers[b.index] = buffer;
   }
   raw.barrier();
@@ -686,12 +710,14 @@ void measureOverhead(Device& device, RawHost& raw, const SmallKernel& k, uint32_
     rawSyncUs.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
   }
   double s = median(streamUs), w = median(rawUs);
-  std::printf("overhead: %u one-element dispatches, host us/dispatch (median of 7): Stream %.3f, raw %.3f, ratio %.2f\n",
-              dispatches, s, w, s / w);
+  std::printf(
+      "overhead: %u one-element dispatches, host us/dispatch (median of 7): Stream %.3f, raw %.3f, ratio %.2f\n",
+      dispatches, s, w, s / w);
   double ss = median(streamSyncUs), ws = median(rawSyncUs);
-  std::printf("overhead: one dispatch + wait, host us (median of 200): Stream synchronize() %.1f, raw fence %.1f, "
-              "ratio %.2f\n",
-              ss, ws, ss / ws);
+  std::printf(
+      "overhead: one dispatch + wait, host us (median of 200): Stream synchronize() %.1f, raw fence %.1f, "
+      "ratio %.2f\n",
+      ss, ws, ss / ws);
 }
 
 bool measureChain(Device& device, RawHost& raw, const SmallKernel& k, uint32_t length, BytesMemory bytesMemory,
@@ -718,8 +744,10 @@ bool measureChain(Device& device, RawHost& raw, const SmallKernel& k, uint32_t l
     raw.begin();
     VkBufferCopy region{0, 0, n * 4};
     vkCmdCopyBuffer(raw.cmd(), in.buffer, ra.buffer, 1, &region);
-    if (rsize.host) std::memcpy(rsize.host, &n, 4);
-    else vkCmdUpdateBuffer(raw.cmd(), rsize.buffer, 0, 4, &n);
+    if (rsize.host)
+      std::memcpy(rsize.host, &n, 4);
+    else
+      vkCmdUpdateBuffer(raw.cmd(), rsize.buffer, 0, 4, &n);
     raw.barrier();
     raw.submit();
     raw.wait();
@@ -805,14 +833,17 @@ bool measureChain(Device& device, RawHost& raw, const SmallKernel& k, uint32_t l
     runRawChain(0, ignored, rawWallPlain);
   }
   const bool same = streamOut == rawOut;
-  std::printf("chain: %u dependent 256-thread dispatches, barrier between each, raw setBytes memory '%s'; GPU "
-              "us/dispatch, first start to last end:\n  Stream (timestamps around each) %.3f, raw (same timestamps) %.3f, ratio %.2f; raw (timestamps at the"
-              " ends only) %.3f\n",
-              length, bytesMemoryName(bytesMemory), streamSpan / 1e3 / length, rawSpanPer / 1e3 / length, streamSpan / rawSpanPer,
-              rawSpanEnds / 1e3 / length);
-  std::printf("  host wall us/dispatch (record + submit + wait): Stream, timestamps on, one batch %.3f; Stream, "
-              "defaults (batches of 256) %.3f; raw, no timestamps %.3f; outputs %s\n",
-              streamWall / length, streamPlainWall / length, rawWallPlain / length, same ? "identical" : "DIFFER");
+  std::printf(
+      "chain: %u dependent 256-thread dispatches, barrier between each, raw setBytes memory '%s'; GPU "
+      "us/dispatch, first start to last end:\n  Stream (timestamps around each) %.3f, raw (same timestamps) %.3f, "
+      "ratio %.2f; raw (timestamps at the"
+      " ends only) %.3f\n",
+      length, bytesMemoryName(bytesMemory), streamSpan / 1e3 / length, rawSpanPer / 1e3 / length,
+      streamSpan / rawSpanPer, rawSpanEnds / 1e3 / length);
+  std::printf(
+      "  host wall us/dispatch (record + submit + wait): Stream, timestamps on, one batch %.3f; Stream, "
+      "defaults (batches of 256) %.3f; raw, no timestamps %.3f; outputs %s\n",
+      streamWall / length, streamPlainWall / length, rawWallPlain / length, same ? "identical" : "DIFFER");
   return same;
 }
 
@@ -820,11 +851,16 @@ std::vector<BytesMemory> parseBytesMemory(const std::string& list) {
   std::vector<BytesMemory> out;
   std::stringstream ss(list);
   for (std::string part; std::getline(ss, part, ',');) {
-    if (part == "device") out.push_back(BytesMemory::Device);
-    else if (part == "host") out.push_back(BytesMemory::Host);
-    else if (part == "cached") out.push_back(BytesMemory::Cached);
-    else if (part == "bar") out.push_back(BytesMemory::Bar);
-    else throw std::runtime_error("--raw-bytes: unknown memory '" + part + "' (device, host, cached, bar)");
+    if (part == "device")
+      out.push_back(BytesMemory::Device);
+    else if (part == "host")
+      out.push_back(BytesMemory::Host);
+    else if (part == "cached")
+      out.push_back(BytesMemory::Cached);
+    else if (part == "bar")
+      out.push_back(BytesMemory::Bar);
+    else
+      throw std::runtime_error("--raw-bytes: unknown memory '" + part + "' (device, host, cached, bar)");
   }
   if (out.empty()) throw std::runtime_error("--raw-bytes: empty list");
   return out;
@@ -853,8 +889,8 @@ int run(const Options& o) {
     return 1;
   }
   std::vector<std::string> capabilities;
-  for (const auto& [key, m] : modules) capabilities.insert(capabilities.end(), m.reflection.capabilities.begin(),
-                                                           m.reflection.capabilities.end());
+  for (const auto& [key, m] : modules)
+    capabilities.insert(capabilities.end(), m.reflection.capabilities.begin(), m.reflection.capabilities.end());
   const bool validation = device.info().validationEnabled;
   uint32_t queries = std::max<uint32_t>(2 * uint32_t(o.warmup + o.reps), 2 * std::max<uint32_t>(o.chain, 1));
   RawHost raw(device.info().name, capabilities, validation, queries);
@@ -862,7 +898,8 @@ int run(const Options& o) {
   std::printf("raw host memory types: buffers %s, staging %s", raw.describeKind("device").c_str(),
               raw.describeKind("staging").c_str());
   for (BytesMemory m : o.rawBytes)
-    std::printf(", setBytes '%s' %s", bytesMemoryName(m), raw.describeKind(std::string("bytes-") + bytesMemoryName(m)).c_str());
+    std::printf(", setBytes '%s' %s", bytesMemoryName(m),
+                raw.describeKind(std::string("bytes-") + bytesMemoryName(m)).c_str());
   std::printf("\n");
 
   bool ok = true;
@@ -916,10 +953,11 @@ int run(const Options& o) {
                 std::chrono::duration<double>(Clock::now() - processStart).count());
     std::fflush(stdout);
   }
-  std::printf("ratio = raw time / Stream time (1.000: Stream costs nothing on the GPU); GB/s = bytes of all buffers / "
-              "median time of %d dispatches after %d warm-ups (and %d ms of the same dispatches before them); t = "
-              "seconds since start\n",
-              o.reps, o.warmup, o.warmupMs);
+  std::printf(
+      "ratio = raw time / Stream time (1.000: Stream costs nothing on the GPU); GB/s = bytes of all buffers / "
+      "median time of %d dispatches after %d warm-ups (and %d ms of the same dispatches before them); t = "
+      "seconds since start\n",
+      o.reps, o.warmup, o.warmupMs);
   if (!compared) {
     std::fprintf(stderr, "no case ran on both paths\n");
     return 1;
@@ -946,7 +984,8 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   const char* usage =
-      "usage: m2v_stream_vs_raw --modules DIR --corpus DIR [--filter TEXT] [--reps 20] [--warmup-ms 0] [--raw-bytes device,host,"
+      "usage: m2v_stream_vs_raw --modules DIR --corpus DIR [--filter TEXT] [--reps 20] [--warmup-ms 0] [--raw-bytes "
+      "device,host,"
       "cached,bar] [--raw-dispatch-base] [--overhead N] [--chain N]\n";
   try {
     for (int i = 1; i < argc; ++i) {
@@ -960,14 +999,22 @@ int main(int argc, char** argv) {
         return 2;
       }
       std::string v = argv[++i];
-      if (a == "--modules") o.modulesDir = v;
-      else if (a == "--corpus") o.corpusDir = v;
-      else if (a == "--filter") o.filter = v;
-      else if (a == "--reps") o.reps = std::max(1, std::atoi(v.c_str()));
-      else if (a == "--warmup-ms") o.warmupMs = std::max(0, std::atoi(v.c_str()));
-      else if (a == "--raw-bytes") o.rawBytes = parseBytesMemory(v);
-      else if (a == "--overhead") o.overhead = uint32_t(std::max(0, std::atoi(v.c_str())));
-      else if (a == "--chain") o.chain = uint32_t(std::max(0, std::atoi(v.c_str())));
+      if (a == "--modules")
+        o.modulesDir = v;
+      else if (a == "--corpus")
+        o.corpusDir = v;
+      else if (a == "--filter")
+        o.filter = v;
+      else if (a == "--reps")
+        o.reps = std::max(1, std::atoi(v.c_str()));
+      else if (a == "--warmup-ms")
+        o.warmupMs = std::max(0, std::atoi(v.c_str()));
+      else if (a == "--raw-bytes")
+        o.rawBytes = parseBytesMemory(v);
+      else if (a == "--overhead")
+        o.overhead = uint32_t(std::max(0, std::atoi(v.c_str())));
+      else if (a == "--chain")
+        o.chain = uint32_t(std::max(0, std::atoi(v.c_str())));
       else {
         std::fputs(usage, stderr);
         return 2;
