@@ -9,13 +9,20 @@
 // --raw-bytes: where the raw host keeps setBytes data, one column per choice: device-local (filled by
 //   vkCmdUpdateBuffer), host (host-visible, not host-cached, not device-local), cached (host-cached) or bar
 //   (device-local and host-visible). The first choice is the reference of the ratio column.
+// --warmup-ms MS: before each path's timed dispatches, run the same dispatch for MS milliseconds. Use 500 on a GPU:
+//   an H200 idles its SM clock at 345 MHz and a burst of a few dispatches does not raise it
+//   (bench/stream-vs-raw-h200.md).
 // --raw-dispatch-base: create the raw pipelines with VK_PIPELINE_CREATE_DISPATCH_BASE_BIT, as the runtime does.
+// --chain uses the first --raw-bytes choice for the raw host's size argument.
 // --overhead N: host cost per dispatch of N one-element neg_int dispatches (independent outputs, no barriers), and
 //   of one dispatch + synchronize()/fence wait, Stream against raw.
 // --chain N: N dependent 256-thread neg_int dispatches (each reads what the previous one wrote; a barrier between
 //   each), GPU time per dispatch (first start to last end timestamp) and host wall time, Stream against raw.
 // The neg_int module (corpus/kernels/elementwise.metal) must be among the cases' modules for --overhead/--chain.
-// Exit status: 0 when every case ran on both paths with identical outputs (and no validation message), else 1.
+// Cases whose grid is not a whole number of threadgroups, or that use function constants, threadgroup lengths or
+// address tables, are skipped (the raw host does one region and no constants).
+// Exit status: 0 when every case that ran did so on both paths with identical outputs, at least one case ran, and
+// no validation message came (M2V_VALIDATION=1 turns the layer on for both paths); else 1.
 // Links only m2v_runtime and m2v_corpus (no LLVM): copy the binary and the module folder to a GPU machine.
 #include <vulkan/vulkan.h>
 
