@@ -114,10 +114,11 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
       if (std::find(po.files.begin(), po.files.end(), c) == po.files.end()) po.files.push_back(c);
     }
   }
+  if (compileCommands.empty()) compileCommands = findCompileCommands(root);
   po.compileCommands = compileCommands;
   po.includeDirs = includes;
-  if (compileCommands.empty())
-    for (auto& d : guessIncludeDirs(root)) po.includeDirs.push_back(d);
+  for (auto& d : guessIncludeDirs(root, rules))  // also with a compile database: its paths may be another machine's
+    if (std::find(po.includeDirs.begin(), po.includeDirs.end(), d) == po.includeDirs.end()) po.includeDirs.push_back(d);
   po.envFunctions = rules.envFunctions;
   po.onceFunctions = rules.onceFunctions;
   po.arrayTypes = rules.arrayTypes;
@@ -130,6 +131,8 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
     err << "m2v review: " << e << "\n";
     return 2;
   }
+  cb.includeDirs = po.includeDirs;
+  cb.compileCommands = po.compileCommands;
   Target target;
   if (!resolveTarget(cb, rules, spec, target, e)) {
     err << "m2v review: " << e << "\n";
@@ -139,14 +142,18 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
     for (auto& k : target.functions) {
       auto& f = cb.functions.at(k);
       out << "function " << f.qualName << " " << f.file << ":" << f.line << "-" << f.endLine << "\n";
-      for (auto& v : f.vars) out << "  var " << v.name << " : " << v.type << " init=" << v.initKind << " " << v.initCallee << "\n";
+      for (auto& v : f.vars)
+        out << "  var " << v.name << " : " << v.type << " init=" << v.initKind << " " << v.initCallee << "\n";
       for (auto& ev : f.events)
         out << "  " << ev.line << " " << ev.kind << " " << ev.name << " [" << ev.qualName << "] recv=" << ev.receiverVar
-            << " use=" << ev.use << " conds=" << ev.conds.size() << " loops=" << ev.loops.size() << " : " << ev.text << "\n";
+            << " use=" << ev.use << " conds=" << ev.conds.size() << " loops=" << ev.loops.size() << " : " << ev.text
+            << "\n";
     }
   Review rv = runReview(cb, rules, target);
-  if (json) printJson(rv, out);
-  else printMarkdown(rv, out);
+  if (json)
+    printJson(rv, out);
+  else
+    printMarkdown(rv, out);
   if (!failOn.empty())
     for (auto& f : rv.findings)
       if (severityRank(f.severity) >= severityRank(failOn)) return 1;

@@ -76,7 +76,20 @@ class Extractor {
     f.key = key;
     f.name = fd->getNameAsString();
     f.qualName = fd->getQualifiedNameAsString();
-    if (auto* md = dyn_cast<CXXMethodDecl>(fd)) f.className = md->getParent()->getNameAsString();
+    if (auto* md = dyn_cast<CXXMethodDecl>(fd)) {
+      f.className = md->getParent()->getNameAsString();
+      f.isVirtual = md->isVirtual();
+      std::vector<const CXXMethodDecl*> todo(md->overridden_methods().begin(), md->overridden_methods().end());
+      std::set<std::string> seen;
+      while (!todo.empty()) {  // every method up the hierarchy that a virtual call may name
+        const CXXMethodDecl* b = todo.back();
+        todo.pop_back();
+        if (!seen.insert(keyOf(b)).second) continue;
+        f.overrides.push_back(keyOf(b));
+        todo.insert(todo.end(), b->overridden_methods().begin(), b->overridden_methods().end());
+      }
+    }
+    f.internalLinkage = !fd->isExternallyVisible();
     f.file = file;
     f.line = sm_.getExpansionLineNumber(sm_.getExpansionLoc(fd->getBeginLoc()));
     f.endLine = sm_.getExpansionLineNumber(sm_.getExpansionLoc(fd->getEndLoc()));
@@ -159,19 +172,31 @@ class Extractor {
         e = m->getBase();
         continue;
       }
-      if (auto* a = dyn_cast<ArraySubscriptExpr>(e)) { e = a->getBase(); continue; }
+      if (auto* a = dyn_cast<ArraySubscriptExpr>(e)) {
+        e = a->getBase();
+        continue;
+      }
       if (auto* op = dyn_cast<CXXOperatorCallExpr>(e)) {
-        if (op->getNumArgs() > 0 && (op->getOperator() == OO_Subscript || op->getOperator() == OO_Star ||
-                                     op->getOperator() == OO_Arrow)) {
+        if (op->getNumArgs() > 0 &&
+            (op->getOperator() == OO_Subscript || op->getOperator() == OO_Star || op->getOperator() == OO_Arrow)) {
           e = op->getArg(0);
           continue;
         }
         return "";
       }
-      if (auto* u = dyn_cast<UnaryOperator>(e)) { e = u->getSubExpr(); continue; }
-      if (auto* t = dyn_cast<MaterializeTemporaryExpr>(e)) { e = t->getSubExpr(); continue; }
+      if (auto* u = dyn_cast<UnaryOperator>(e)) {
+        e = u->getSubExpr();
+        continue;
+      }
+      if (auto* t = dyn_cast<MaterializeTemporaryExpr>(e)) {
+        e = t->getSubExpr();
+        continue;
+      }
       if (auto* c = dyn_cast<CXXConstructExpr>(e)) {
-        if (c->getNumArgs() == 1) { e = c->getArg(0); continue; }
+        if (c->getNumArgs() == 1) {
+          e = c->getArg(0);
+          continue;
+        }
         return "";
       }
       if (auto* mc = dyn_cast<CXXMemberCallExpr>(e)) {  // x.at(0), inputs.front()
@@ -317,14 +342,19 @@ class Extractor {
           e = pe;
           continue;
         }
-        if (auto* a = dyn_cast<ArraySubscriptExpr>(pe)) return a->getBase()->IgnoreParenImpCasts() == e->IgnoreParenImpCasts() || a->getBase() == e ? "subscript" : "other";
+        if (auto* a = dyn_cast<ArraySubscriptExpr>(pe))
+          return a->getBase()->IgnoreParenImpCasts() == e->IgnoreParenImpCasts() || a->getBase() == e ? "subscript"
+                                                                                                      : "other";
         if (auto* u = dyn_cast<UnaryOperator>(pe)) return u->getOpcode() == UO_Deref ? "deref" : "other";
         if (auto* b = dyn_cast<BinaryOperator>(pe)) {
           if (b->isAssignmentOp()) {
             std::string v = rootVar(b->getLHS());
             return v.empty() ? "other" : "var:" + v;
           }
-          if (b->isAdditiveOp()) { e = pe; continue; }  // ptr + offset
+          if (b->isAdditiveOp()) {
+            e = pe;
+            continue;
+          }  // ptr + offset
           return "other";
         }
         if (auto* oc = dyn_cast<CXXOperatorCallExpr>(pe)) {
@@ -336,11 +366,16 @@ class Extractor {
         }
         if (auto* ce = dyn_cast<CallExpr>(pe)) {
           std::string n;
-          if (auto* fd = ce->getDirectCallee()) n = fd->getQualifiedNameAsString();
-          else n = calleeText(ce);
+          if (auto* fd = ce->getDirectCallee())
+            n = fd->getQualifiedNameAsString();
+          else
+            n = calleeText(ce);
           return "arg:" + n;
         }
-        if (isa<CXXConstructExpr>(pe)) { e = pe; continue; }
+        if (isa<CXXConstructExpr>(pe)) {
+          e = pe;
+          continue;
+        }
         return "other";
       }
       if (auto* vd = p.get<VarDecl>()) return "var:" + vd->getNameAsString();
@@ -386,12 +421,17 @@ class Extractor {
     while (i > 0 && (std::isalnum(static_cast<unsigned char>(head[i - 1])) || head[i - 1] == '_')) --i;
     ev.name = head.substr(i);
     std::string before = head.substr(0, i);
-    if (before.size() >= 1 && before.back() == '.') ev.receiver = before.substr(0, before.size() - 1);
-    else if (before.size() >= 2 && before.compare(before.size() - 2, 2, "->") == 0) ev.receiver = before.substr(0, before.size() - 2);
-    else ev.qualName = head;
+    if (before.size() >= 1 && before.back() == '.')
+      ev.receiver = before.substr(0, before.size() - 1);
+    else if (before.size() >= 2 && before.compare(before.size() - 2, 2, "->") == 0)
+      ev.receiver = before.substr(0, before.size() - 2);
+    else
+      ev.qualName = head;
     if (!ev.receiver.empty()) {
       size_t j = 0;
-      while (j < ev.receiver.size() && (std::isalnum(static_cast<unsigned char>(ev.receiver[j])) || ev.receiver[j] == '_')) ++j;
+      while (j < ev.receiver.size() &&
+             (std::isalnum(static_cast<unsigned char>(ev.receiver[j])) || ev.receiver[j] == '_'))
+        ++j;
       ev.receiverVar = ev.receiver.substr(0, j);
     }
   }
@@ -455,7 +495,10 @@ class Extractor {
       ev.templateArgs = t.templateArgs;
       if (ev.name.empty()) {
         ev.name = t.name;
-        if (ev.receiver.empty()) { ev.receiver = t.receiver; ev.receiverVar = t.receiverVar; }
+        if (ev.receiver.empty()) {
+          ev.receiver = t.receiver;
+          ev.receiverVar = t.receiverVar;
+        }
       }
     }
     for (unsigned i = firstArg; i < ce->getNumArgs(); ++i) {
@@ -465,6 +508,7 @@ class Extractor {
       ev.argVars.push_back(rootVar(a));
     }
     ev.use = useOf(ce);
+    if (ev.use == "subscript" || ev.use == "deref") ev.isWrite = writesThrough(ce);
     if (ev.name.empty()) return;
     cur_->events.push_back(std::move(ev));
   }
@@ -534,10 +578,22 @@ class Extractor {
       collectVars(init, v.initVars);
       const Expr* e = init->IgnoreImplicit();
       while (true) {
-        if (auto* x = dyn_cast<ExprWithCleanups>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
-        if (auto* x = dyn_cast<MaterializeTemporaryExpr>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
-        if (auto* x = dyn_cast<CXXBindTemporaryExpr>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
-        if (auto* x = dyn_cast<CXXFunctionalCastExpr>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
+        if (auto* x = dyn_cast<ExprWithCleanups>(e)) {
+          e = x->getSubExpr()->IgnoreImplicit();
+          continue;
+        }
+        if (auto* x = dyn_cast<MaterializeTemporaryExpr>(e)) {
+          e = x->getSubExpr()->IgnoreImplicit();
+          continue;
+        }
+        if (auto* x = dyn_cast<CXXBindTemporaryExpr>(e)) {
+          e = x->getSubExpr()->IgnoreImplicit();
+          continue;
+        }
+        if (auto* x = dyn_cast<CXXFunctionalCastExpr>(e)) {
+          e = x->getSubExpr()->IgnoreImplicit();
+          continue;
+        }
         if (auto* x = dyn_cast<CXXConstructExpr>(e)) {
           auto* ctor = x->getConstructor();
           if (x->getNumArgs() == 1 && ctor && ctor->isCopyOrMoveConstructor()) {
@@ -549,13 +605,17 @@ class Extractor {
       }
       if (auto* ce = dyn_cast<CallExpr>(e)) {
         v.initKind = "op";
-        if (auto* fd = ce->getDirectCallee()) v.initCallee = fd->getNameAsString();
-        else v.initCallee = calleeText(ce);
+        if (auto* fd = ce->getDirectCallee())
+          v.initCallee = fd->getNameAsString();
+        else
+          v.initCallee = calleeText(ce);
         if (v.initCallee.empty()) {
           Event t;
           textualCall(v.initText, t);
           v.initCallee = t.name;
         }
+      } else if (auto* ctor = dyn_cast<CXXConstructExpr>(e); ctor && ctor->getNumArgs() == 0) {
+        v.initKind = "none";  // default-constructed (an empty optional, a handle filled later)
       } else if (auto* ctor = dyn_cast<CXXConstructExpr>(e)) {
         bool placeholder = false;
         for (auto* a : ctor->arguments()) {
@@ -584,8 +644,10 @@ class Extractor {
 
   bool isOnceCall(const CallExpr* ce) {
     std::string n;
-    if (auto* fd = ce->getDirectCallee()) n = fd->getNameAsString();
-    else n = calleeText(ce);
+    if (auto* fd = ce->getDirectCallee())
+      n = fd->getNameAsString();
+    else
+      n = calleeText(ce);
     return std::find(opts_.onceFunctions.begin(), opts_.onceFunctions.end(), n) != opts_.onceFunctions.end();
   }
 
@@ -606,8 +668,10 @@ class Extractor {
           const Stmt* inner = sc;
           std::string labels;
           while (auto* k = dyn_cast_or_null<SwitchCase>(inner)) {
-            if (auto* cst = dyn_cast<CaseStmt>(k)) labels += (labels.empty() ? "" : ", ") + text(cst->getLHS());
-            else labels += (labels.empty() ? "" : ", ") + std::string("default");
+            if (auto* cst = dyn_cast<CaseStmt>(k))
+              labels += (labels.empty() ? "" : ", ") + text(cst->getLHS());
+            else
+              labels += (labels.empty() ? "" : ", ") + std::string("default");
             inner = k->getSubStmt();
           }
           Cond cd;
@@ -733,8 +797,21 @@ class Extractor {
       walkChildren(s, c);
       return;
     }
+    if (auto* dr = dyn_cast<DeclRefExpr>(s)) {
+      if (!calleeRefs_.count(dr))
+        if (auto* fd = dyn_cast<FunctionDecl>(dr->getDecl())) recordRef(dr, fd, c);
+      return;
+    }
     if (auto* ce = dyn_cast<CallExpr>(s)) {
+      if (auto* callee = ce->getCallee())
+        if (auto* dr = dyn_cast<DeclRefExpr>(callee->IgnoreParenImpCasts())) calleeRefs_.insert(dr);
       recordCall(ce, c);
+      if (auto* oc = dyn_cast<CXXOperatorCallExpr>(ce))  // x = op(...) on class types (array)
+        if (oc->getOperator() == OO_Equal && oc->getNumArgs() == 2) recordAssign(oc->getArg(0), oc->getArg(1), oc, c);
+      if (auto* mc = dyn_cast<CXXMemberCallExpr>(ce))  // opt.emplace(x) / opt.reset(x): opt now names x
+        if (auto* md = mc->getMethodDecl())
+          if ((md->getName() == "emplace" || md->getName() == "reset") && mc->getNumArgs() == 1)
+            recordAssign(mc->getImplicitObjectArgument(), mc->getArg(0), mc, c);
       if (isOnceCall(ce)) {
         Ctx oc = c;
         oc.inOnce = true;
@@ -755,6 +832,33 @@ class Extractor {
       return;
     }
     walkChildren(s, c);
+  }
+
+  // `f()[i] = v` / `*f() = v`: the pointer a call returns is written through, not read.
+  bool writesThrough(const Expr* call) {
+    const Expr* e = call;
+    for (int guard = 0; guard < 8; ++guard) {
+      auto parents = ctx_.getParents(*e);
+      if (parents.empty()) return false;
+      const Expr* pe = parents[0].get<Expr>();
+      if (!pe) return false;
+      if (isa<ImplicitCastExpr>(pe) || isa<ParenExpr>(pe) ||
+          (isa<BinaryOperator>(pe) && cast<BinaryOperator>(pe)->isAdditiveOp())) {
+        e = pe;
+        continue;
+      }
+      if ((isa<ArraySubscriptExpr>(pe) &&
+           cast<ArraySubscriptExpr>(pe)->getBase()->IgnoreParenImpCasts() == e->IgnoreParenImpCasts()) ||
+          (isa<UnaryOperator>(pe) && cast<UnaryOperator>(pe)->getOpcode() == UO_Deref)) {
+        auto pp = ctx_.getParents(*pe);
+        if (pp.empty()) return false;
+        if (auto* b = pp[0].get<BinaryOperator>())
+          return b->isAssignmentOp() && b->getLHS()->IgnoreParenImpCasts() == pe;
+        return false;
+      }
+      return false;
+    }
+    return false;
   }
 
   bool isWriteTarget(const Expr* e) {
@@ -778,8 +882,10 @@ class Extractor {
     if (auto* x = dyn_cast<CXXBindTemporaryExpr>(r)) r = x->getSubExpr()->IgnoreImplicit();
     if (auto* ce = dyn_cast<CallExpr>(r)) {
       ev.qualName = "op";
-      if (auto* fd = ce->getDirectCallee()) ev.templateArgs = fd->getNameAsString();
-      else ev.templateArgs = calleeText(ce);
+      if (auto* fd = ce->getDirectCallee())
+        ev.templateArgs = fd->getNameAsString();
+      else
+        ev.templateArgs = calleeText(ce);
     } else if (isa<CXXConstructExpr>(r)) {
       ev.qualName = "host";
     } else {
@@ -791,7 +897,21 @@ class Extractor {
     cur_->events.push_back(std::move(ev));
   }
 
+  // A function named without being called (table entry, std::function target, callback): a possible call.
+  void recordRef(const DeclRefExpr* dr, const FunctionDecl* fd, const Ctx& c) {
+    Event ev;
+    ev.kind = "ref";
+    ev.name = fd->getNameAsString();
+    ev.qualName = fd->getQualifiedNameAsString();
+    ev.calleeKey = keyOf(fd);
+    ev.text = text(dr);
+    stamp(ev, dr, c);
+    ev.inOnce = false;  // registered once, called on every use
+    cur_->events.push_back(std::move(ev));
+  }
+
   std::string switchText_;
+  std::set<const DeclRefExpr*> calleeRefs_;
 };
 
 class Consumer : public ASTConsumer {
@@ -845,8 +965,21 @@ class Factory : public tooling::FrontendActionFactory {
 class Counter : public DiagnosticConsumer {
  public:
   unsigned errors = 0;
+  std::string first;  // first error of the current unit
   void HandleDiagnostic(DiagnosticsEngine::Level level, const Diagnostic& info) override {
-    if (level >= DiagnosticsEngine::Error) ++errors;
+    if (level < DiagnosticsEngine::Error) return;
+    ++errors;
+    if (!first.empty()) return;
+    llvm::SmallString<160> msg;
+    info.FormatDiagnostic(msg);
+    std::string where;
+    if (info.hasSourceManager() && info.getLocation().isValid()) {
+      auto& sm = info.getSourceManager();
+      auto loc = sm.getExpansionLoc(info.getLocation());
+      where = llvm::sys::path::filename(sm.getFilename(loc)).str() + ":" +
+              std::to_string(sm.getExpansionLineNumber(loc)) + ": ";
+    }
+    first = where + std::string(msg);
   }
 };
 
@@ -861,7 +994,7 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
     db = tooling::JSONCompilationDatabase::loadFromFile(path, err, tooling::JSONCommandLineSyntax::AutoDetect);
     if (!db) return false;
   } else {
-    std::vector<std::string> args = {"-std=c++17", "-xc++"};
+    std::vector<std::string> args = {"-std=c++20", "-xc++"};
     for (auto& i : opts.includeDirs) args.push_back("-I" + i);
     db = std::make_unique<tooling::FixedCompilationDatabase>(opts.root, args);
   }
@@ -882,10 +1015,20 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
     tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(extra, tooling::ArgumentInsertPosition::END));
     tool.setDiagnosticConsumer(&counter);
     tool.setPrintErrorMessage(false);
+    unsigned before = counter.errors;
+    counter.first.clear();
     tool.run(&factory);  // errors are recovered from, never fatal to the review
+    ParseStatus ps;
+    ps.file = f;
+    ps.errors = counter.errors - before;
+    ps.firstError = counter.first;
+    out.parseStatus.push_back(ps);
   }
   out.errors += counter.errors;
   out.parsedFiles = files;
+  for (auto& ps : out.parseStatus)
+    for (auto& [k, fn] : out.functions)
+      if (fn.file == ps.file) ++ps.functions;
   return true;
 }
 
