@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "cache.h"
 #include "check.h"
 #include "config.h"
 #include "engine.h"
@@ -17,7 +18,7 @@ namespace m2v {
 
 static const char* kUsage =
     "usage: m2v review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE]\n"
-    "                  [--fail-on high|medium|low] [--disable CHECK]...\n"
+    "                  [--fail-on high|medium|low] [--disable CHECK]... [--no-cache] [--cache-dir DIR]\n"
     "  TARGET: FILE | FUNCTION | CLASS | SYMBOL | --file F | --function F | --class C | --diff FILE |\n"
     "          --commit SHA | A..B (git range of the repository at PATH)\n"
     "  --list-checks: print the checks and exit\n";
@@ -26,6 +27,7 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
   std::string root, compileCommands, config, failOn;
   std::vector<std::string> includes, disabled;
   TargetSpec spec;
+  CacheOptions cacheOpts;
   bool json = false, dump = false;
   auto need = [&](size_t& i, const std::string& flag, std::string& dst) {
     if (i + 1 >= args.size()) {
@@ -53,6 +55,10 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
       includes.push_back(v);
     } else if (a.rfind("-I", 0) == 0 && a.size() > 2) {
       includes.push_back(a.substr(2));
+    } else if (a == "--no-cache") {
+      cacheOpts.enabled = false;
+    } else if (a == "--cache-dir") {
+      if (!need(i, a, cacheOpts.dir)) return 2;
     } else if (a == "--dump-model") {
       dump = true;
     } else if (a == "--json") {
@@ -127,7 +133,7 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
     return 2;
   }
   Codebase cb;
-  if (!parseCodebase(po, cb, e)) {
+  if (!parseWithCache(po, cacheOpts, cb, e)) {
     err << "m2v review: " << e << "\n";
     return 2;
   }

@@ -914,10 +914,26 @@ class Extractor {
   std::set<const DeclRefExpr*> calleeRefs_;
 };
 
+thread_local std::vector<std::string> deps_;  // of the unit parsed last (one tool runs one unit at a time)
+
 class Consumer : public ASTConsumer {
  public:
   Consumer(Codebase& cb, const ParseOptions& o) : cb_(cb), o_(o) {}
   void HandleTranslationUnit(ASTContext& ctx) override {
+    // The files of the tree this unit read (the on-disk cache revalidates them before reusing the model).
+    auto& sm = ctx.getSourceManager();
+    deps_.clear();
+    for (auto it = sm.fileinfo_begin(); it != sm.fileinfo_end(); ++it) {
+      std::string f = canonicalPath(it->first.getName());
+      auto under = [&](const std::string& d) {
+        return f.size() > d.size() && f.compare(0, d.size(), d) == 0 && f[d.size()] == '/';
+      };
+      bool mine = under(o_.root);
+      for (auto& d : o_.includeDirs) mine = mine || under(d);
+      if (mine) deps_.push_back(f);
+    }
+    std::sort(deps_.begin(), deps_.end());
+    deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
     Extractor ex(ctx, cb_, o_);
     struct V : RecursiveASTVisitor<V> {
       Extractor* ex;
@@ -1020,6 +1036,8 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
     tool.run(&factory);  // errors are recovered from, never fatal to the review
     ParseStatus ps;
     ps.file = f;
+    ps.deps = deps_;
+    deps_.clear();
     ps.errors = counter.errors - before;
     ps.firstError = counter.first;
     out.parseStatus.push_back(ps);

@@ -89,6 +89,7 @@ struct ParseStatus {
   std::string firstError;  // "path:line: message" of the first one
   unsigned functions = 0;  // functions defined in this file that were extracted (from any unit)
   bool cached = false;     // model loaded from the on-disk cache instead of parsing
+  std::vector<std::string> deps;  // files of the tree (and of the include dirs) the unit read, itself first
 };
 
 struct Codebase {

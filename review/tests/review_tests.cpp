@@ -1,6 +1,8 @@
 // Test driver for m2v review: recall/precision on the seeded fixture backend, one test per target kind, CLI
 // contract (exit codes). Usage: review_tests MODE FIXTURE_ROOT [ARG]
+#include <unistd.h>
 #include <array>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -255,6 +257,38 @@ static int targets(const std::string& root, const std::string& mode) {
   return failures;
 }
 
+// The on-disk model cache: a second run reuses every unit and reports the same; editing a header the units read
+// makes them parse again.
+static int cache(const std::string& root) {
+  fs::path tmp = fs::temp_directory_path() / ("m2v-review-cache-test-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp / "tree");
+  fs::copy(root, tmp / "tree", fs::copy_options::recursive);
+  std::string tree = (tmp / "tree").string(), dir = (tmp / "cache").string();
+  auto run = [&](json& j) { return review({"--root", tree, "mlx/backend/vulkan", "--json", "--cache-dir", dir}, j); };
+  json a, b, c;
+  EXPECT_TRUE(run(a) == 0 && run(b) == 0, "ran twice");
+  EXPECT_TRUE(a["findings"] == b["findings"] && a["non_issues"] == b["non_issues"], "same report from the cache");
+  size_t cachedA = 0, cachedB = 0;
+  for (auto& p : a["scope"]["parse_status"]) cachedA += p["cached"].get<bool>();
+  for (auto& p : b["scope"]["parse_status"]) cachedB += p["cached"].get<bool>();
+  EXPECT_TRUE(cachedA == 0, "first run parses every unit");
+  EXPECT_TRUE(cachedB == b["scope"]["parse_status"].size() && cachedB > 0, "second run reuses every unit");
+  {
+    std::ofstream h(tmp / "tree" / "mlx" / "ops.h", std::ios::app);
+    h << "// edited\n";
+  }
+  EXPECT_TRUE(run(c) == 0, "ran after the edit");
+  size_t reparsed = 0;
+  for (auto& p : c["scope"]["parse_status"]) reparsed += !p["cached"].get<bool>();
+  EXPECT_TRUE(reparsed > 0 && reparsed < c["scope"]["parse_status"].size(),
+              "units that read mlx/ops.h parse again, the others come from the cache (" << reparsed << ")");
+  EXPECT_TRUE(a["findings"] == c["findings"], "a comment changes no finding");
+  fs::remove_all(tmp);
+  std::cout << "cache: " << cachedB << " unit(s) reused, " << reparsed << " re-parsed after a header edit\n";
+  return failures;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: review_tests recall|file|function|class|symbol|diff|commit|cli FIXTURE_ROOT [CHECK]\n";
@@ -263,6 +297,7 @@ int main(int argc, char** argv) {
   std::string mode = argv[1], root = fs::canonical(argv[2]).string();
   // recall ROOT [CHECK|all] [TARGET [MIN_SEEDED]]: the fixture backend reviewed as a user would (one target)
   std::string only = argc > 3 && std::string(argv[3]) != "all" ? argv[3] : "";
+  if (mode == "cache") return cache(root) ? 1 : 0;
   int rc = mode == "recall"
                ? recall(root, only, argc > 4 ? argv[4] : "mlx/backend/vulkan", argc > 5 ? std::stoul(argv[5]) : 25)
                : targets(root, mode);
