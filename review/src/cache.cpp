@@ -3,7 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -166,14 +169,25 @@ bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebas
   if (!dir.empty()) fs::create_directories(dir, ec);
   if (ec) dir.clear();
   const std::string okey = optionsKey(opts);
-  for (auto& file : opts.files) {
+  // Units to parse (cache misses) run on `jobs` threads, each into a model of its own; results merge in file order.
+  struct Slot {
+    ParseStatus ps;
+    Codebase unit;
+    bool hit = false, failed = false;
+    std::string entry, err;
+  };
+  std::vector<Slot> slots(opts.files.size());
+  for (size_t i = 0; i < opts.files.size(); ++i) {
+    const std::string& file = opts.files[i];
+    Slot& sl = slots[i];
     std::string text;
     readFile(file, text);
     const std::string entry = dir.empty() ? "" : dir + "/" + fnv(okey + "|" + file + "|" + text) + ".json";
-    ParseStatus ps;
+    sl.entry = entry;
+    ParseStatus& ps = sl.ps;
     ps.file = file;
-    Codebase unit;
-    bool hit = false;
+    Codebase& unit = sl.unit;
+    bool& hit = sl.hit;
     if (!entry.empty()) {
       std::string stored;
       if (readFile(entry, stored)) try {
@@ -194,11 +208,36 @@ bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebas
           hit = false;  // unreadable entry: parse again and overwrite it
         }
     }
-    if (!hit) {
+  }
+  std::vector<size_t> misses;
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (!slots[i].hit) misses.push_back(i);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t m; (m = next.fetch_add(1)) < misses.size();) {
+      Slot& sl = slots[misses[m]];
       ParseOptions one = opts;
-      one.files = {file};
-      if (!parseCodebase(one, unit, err)) return false;
-      ps = unit.parseStatus.empty() ? ps : unit.parseStatus.front();
+      one.files = {sl.ps.file};
+      if (!parseCodebase(one, sl.unit, sl.err)) sl.failed = true;
+      else if (!sl.unit.parseStatus.empty()) sl.ps = sl.unit.parseStatus.front();
+    }
+  };
+  unsigned jobs = std::max(1u, std::min<unsigned>(cache.jobs, static_cast<unsigned>(misses.size())));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < jobs; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& sl = slots[i];
+    const std::string& file = opts.files[i];
+    const std::string& entry = sl.entry;
+    ParseStatus& ps = sl.ps;
+    Codebase& unit = sl.unit;
+    if (sl.failed) {
+      err = sl.err;
+      return false;
+    }
+    if (!sl.hit) {
       if (!entry.empty()) {
         json j;
         j["format"] = kFormat;

@@ -1,5 +1,7 @@
 // `m2v review` command line: parse arguments, parse the codebase, resolve the target, review, print.
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 
 #include "cache.h"
@@ -18,7 +20,7 @@ namespace m2v {
 
 static const char* kUsage =
     "usage: m2v review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE]\n"
-    "                  [--fail-on high|medium|low] [--disable CHECK]... [--no-cache] [--cache-dir DIR]\n"
+    "                  [--fail-on high|medium|low] [--disable CHECK]... [--no-cache] [--cache-dir DIR] [-j N]\n"
     "  TARGET: FILE | FUNCTION | CLASS | SYMBOL | --file F | --function F | --class C | --diff FILE |\n"
     "          --commit SHA | A..B (git range of the repository at PATH)\n"
     "  --list-checks: print the checks and exit\n";
@@ -55,6 +57,11 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
       includes.push_back(v);
     } else if (a.rfind("-I", 0) == 0 && a.size() > 2) {
       includes.push_back(a.substr(2));
+    } else if (a == "-j" || a == "--jobs") {
+      if (!need(i, a, v)) return 2;
+      cacheOpts.jobs = static_cast<unsigned>(std::max(1, std::atoi(v.c_str())));
+    } else if (a.rfind("-j", 0) == 0 && a.size() > 2 && std::isdigit(static_cast<unsigned char>(a[2]))) {
+      cacheOpts.jobs = static_cast<unsigned>(std::max(1, std::atoi(a.c_str() + 2)));
     } else if (a == "--no-cache") {
       cacheOpts.enabled = false;
     } else if (a == "--cache-dir") {

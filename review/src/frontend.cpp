@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <map>
 #include <set>
 
 #ifndef M2V_CLANG_RESOURCE_DIR
@@ -919,6 +920,20 @@ thread_local std::vector<std::string> deps_;  // of the unit parsed last (one to
 class Consumer : public ASTConsumer {
  public:
   Consumer(Codebase& cb, const ParseOptions& o) : cb_(cb), o_(o) {}
+  bool shouldSkipFunctionBody(Decl* d) override {
+    auto& sm = d->getASTContext().getSourceManager();
+    SourceLocation loc = sm.getExpansionLoc(d->getLocation());
+    if (loc.isInvalid() || sm.isWrittenInMainFile(loc)) return false;
+    auto fe = sm.getFileEntryRefForID(sm.getFileID(loc));
+    if (!fe) return false;
+    auto it = underRoot_.find(fe->getName());
+    if (it == underRoot_.end()) {
+      std::string f = canonicalPath(fe->getName());
+      bool in = f.size() > o_.root.size() && f.compare(0, o_.root.size(), o_.root) == 0 && f[o_.root.size()] == '/';
+      it = underRoot_.emplace(fe->getName().str(), in).first;
+    }
+    return !it->second;
+  }
   void HandleTranslationUnit(ASTContext& ctx) override {
     // The files of the tree this unit read (the on-disk cache revalidates them before reusing the model).
     auto& sm = ctx.getSourceManager();
@@ -949,12 +964,16 @@ class Consumer : public ASTConsumer {
  private:
   Codebase& cb_;
   const ParseOptions& o_;
+  std::map<std::string, bool, std::less<>> underRoot_;
 };
 
 class Action : public ASTFrontendAction {
  public:
   Action(Codebase& cb, const ParseOptions& o) : cb_(cb), o_(o) {}
   bool BeginSourceFileAction(CompilerInstance& ci) override {
+    // Bodies of functions outside the tree (the C++ library, vulkan.hpp) are skipped: the review never reads them,
+    // and parsing them is most of the time of a unit (see Consumer::shouldSkipFunctionBody).
+    ci.getFrontendOpts().SkipFunctionBodies = true;
     ci.getPreprocessor().SetSuppressIncludeNotFoundError(true);
     ci.getDiagnostics().setFatalsAsError(true);
     return true;
