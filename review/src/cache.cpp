@@ -20,7 +20,7 @@ using nlohmann::json;
 namespace m2v::review {
 
 // Bumped when the model or its serialization changes.
-static const char* kFormat = "m2v-review-model-2";
+static const char* kFormat = "m2v-review-model-3";
 
 static std::string fnv(const std::string& data, uint64_t h = 1469598103934665603ull) {
   for (unsigned char c : data) h = (h ^ c) * 1099511628211ull;

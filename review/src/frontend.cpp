@@ -147,7 +147,7 @@ class Extractor {
   }
   std::string text(const Stmt* s) { return s ? text(s->getSourceRange()) : ""; }
 
-  static std::string keyOf(const FunctionDecl* fd) {
+  std::string keyOf(const FunctionDecl* fd) {
     if (auto* pat = fd->getTemplateInstantiationPattern()) fd = pat;
     if (auto* tmpl = fd->getPrimaryTemplate()) fd = tmpl->getTemplatedDecl();
     std::string k = fd->getQualifiedNameAsString() + "(";
@@ -160,6 +160,11 @@ class Extractor {
     k += ")";
     if (auto* md = dyn_cast<CXXMethodDecl>(fd))
       if (md->isConst()) k += " const";
+    // Internal linkage (static, anonymous namespace): the same name in two units is two functions.
+    if (!fd->isExternallyVisible()) {
+      const FunctionDecl* def = fd->getDefinition() ? fd->getDefinition() : fd;
+      k += "@" + fileOf(sm_.getExpansionLoc(def->getLocation()));
+    }
     return k;
   }
 
