@@ -1002,6 +1002,30 @@ class Factory : public tooling::FrontendActionFactory {
   const ParseOptions& o_;
 };
 
+// A compile database written on another machine names directories that do not exist here (clang would abort on
+// the chdir): run those commands from the root instead, with the same arguments.
+class PortableDatabase : public tooling::CompilationDatabase {
+ public:
+  PortableDatabase(std::unique_ptr<tooling::CompilationDatabase> inner, std::string root)
+      : inner_(std::move(inner)), root_(std::move(root)) {}
+  std::vector<tooling::CompileCommand> getCompileCommands(llvm::StringRef file) const override {
+    return fix(inner_->getCompileCommands(file));
+  }
+  std::vector<std::string> getAllFiles() const override { return inner_->getAllFiles(); }
+  std::vector<tooling::CompileCommand> getAllCompileCommands() const override {
+    return fix(inner_->getAllCompileCommands());
+  }
+
+ private:
+  std::vector<tooling::CompileCommand> fix(std::vector<tooling::CompileCommand> cmds) const {
+    for (auto& c : cmds)
+      if (!llvm::sys::fs::is_directory(c.Directory)) c.Directory = root_;
+    return cmds;
+  }
+  std::unique_ptr<tooling::CompilationDatabase> inner_;
+  std::string root_;
+};
+
 class Counter : public DiagnosticConsumer {
  public:
   unsigned errors = 0;
@@ -1043,7 +1067,8 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
     err = "no translation units to parse";
     return false;
   }
-  if (!opts.compileCommands.empty()) db = tooling::inferMissingCompileCommands(std::move(db));
+  if (!opts.compileCommands.empty())
+    db = std::make_unique<PortableDatabase>(tooling::inferMissingCompileCommands(std::move(db)), opts.root);
   std::vector<std::string> extra = {"-ferror-limit=0", "-Wno-everything", "-fno-spell-checking"};
   if (std::string(M2V_CLANG_RESOURCE_DIR).size()) extra.push_back("-resource-dir=" M2V_CLANG_RESOURCE_DIR);
   if (!opts.compileCommands.empty())
