@@ -42,6 +42,7 @@ struct Engine {
       hazardImpl;  // function key -> the reported wait/submit call that runs it  // "" when walking from an entry;
                    // otherwise how the root was (not) reached
   size_t steps = 0;
+  std::set<std::string> truncated;  // roots whose walk hit the step limit
 
   std::map<std::string, std::vector<const Function*>> overriders;  // virtual method key -> overriding definitions
   std::map<std::string, bool> dispatches;                          // function key -> reaches a dispatch
@@ -317,7 +318,10 @@ struct Engine {
   bool inTarget(const Function& f) const { return target.functions.count(f.key) > 0; }
 
   void walk(std::vector<Frame>& frames, bool active, std::set<std::string>& visited) {
-    if (++steps > 200000) return;
+    if (++steps > 200000) {  // per root: a pathological call graph is cut, and the report says so
+      truncated.insert(frames.front().fn->qualName);
+      return;
+    }
     const Function& fn = *frames.back().fn;
     active = active || inTarget(fn);
     if (active) inspected.insert(fn.key);
@@ -381,6 +385,7 @@ struct Engine {
       frames[0].fn = e;
       std::set<std::string> visited;
       currentEntry = e->key;
+      steps = 0;
       walk(frames, false, visited);
     }
     // Target functions no entry reaches in the parsed code. An unknown path is not a proof of innocence: the caller
@@ -446,9 +451,12 @@ struct Engine {
       frames[0].fn = &f;
       frames[0].entry = false;
       std::set<std::string> visited;
+      steps = 0;
       walk(frames, true, visited);
     }
     currentReach.clear();
+    for (auto& t : truncated)
+      rv.target.notes.push_back("the walk from `" + t + "` stopped at its step limit: paths below it were not all seen");
     // Scope listing.
     std::set<std::string> files;
     for (auto& key : inspected) {
