@@ -561,9 +561,17 @@ class Extractor {
     textualCall(ev.text, ev);
     if (ev.name.empty()) return;
     stamp(ev, re, c);
+    bool first = true;
     for (auto* sub : re->subExpressions()) {
       if (!sub) continue;
-      ev.args.push_back(text(sub));
+      std::string t = text(sub);
+      // the callee itself (`f`, `ns::f`, `obj.f`) comes first among the sub-expressions: not an argument
+      bool callee = first && (t == ev.name || (t.size() > ev.name.size() &&
+                                               t.compare(t.size() - ev.name.size(), ev.name.size(), ev.name) == 0 &&
+                                               t.find('(') == std::string::npos));
+      first = false;
+      if (callee) continue;
+      ev.args.push_back(t);
       ev.argVars.push_back(rootVar(sub));
     }
     ev.use = useOf(re);
