@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -218,11 +218,20 @@ bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebas
       Slot& sl = slots[misses[m]];
       ParseOptions one = opts;
       one.files = {sl.ps.file};
-      if (!parseCodebase(one, sl.unit, sl.err)) sl.failed = true;
-      else if (!sl.unit.parseStatus.empty()) sl.ps = sl.unit.parseStatus.front();
+      if (!parseCodebase(one, sl.unit, sl.err))
+        sl.failed = true;
+      else if (!sl.unit.parseStatus.empty())
+        sl.ps = sl.unit.parseStatus.front();
     }
   };
-  unsigned jobs = std::max(1u, std::min<unsigned>(cache.jobs, static_cast<unsigned>(misses.size())));
+  unsigned want = cache.jobs;
+  if (want == 0) {
+    if (const char* e = std::getenv("M2V_REVIEW_JOBS"); e && std::atoi(e) > 0)
+      want = static_cast<unsigned>(std::atoi(e));
+    else
+      want = std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
+  }
+  unsigned jobs = std::max(1u, std::min<unsigned>(want, static_cast<unsigned>(misses.size())));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < jobs; ++t) pool.emplace_back(work);
   work();

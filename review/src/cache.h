@@ -11,8 +11,8 @@ namespace m2v::review {
 
 struct CacheOptions {
   bool enabled = true;
-  std::string dir;  // "" = M2V_REVIEW_CACHE, else $XDG_CACHE_HOME/m2v-review, else ~/.cache/m2v-review
-  unsigned jobs = 1;  // units parsed at once (-j N)
+  std::string dir;    // "" = M2V_REVIEW_CACHE, else $XDG_CACHE_HOME/m2v-review, else ~/.cache/m2v-review
+  unsigned jobs = 0;  // units parsed at once (-j N); 0 = $M2V_REVIEW_JOBS, else the machine's cores (at most 8)
 };
 
 // Parses opts.files (each unit on its own) into cb, reusing cached units. Returns false only when nothing could be
