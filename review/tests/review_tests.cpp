@@ -289,6 +289,26 @@ static int cache(const std::string& root) {
   return failures;
 }
 
+// An entry target parses only the units it reaches, and reports what a full parse reports.
+static int partial(const std::string& root) {
+  for (std::string t : {"Gather::eval_gpu", "ScaledDotProductAttention::eval_gpu", "Reduce::eval_gpu"}) {
+    json p, f;
+    EXPECT_TRUE(review({"--root", root, t, "--json", "--no-cache"}, p) == 0, "ran " << t);
+    EXPECT_TRUE(review({"--root", root, t, "--json", "--no-cache", "--full-parse"}, f) == 0, "ran full " << t);
+    auto strip = [](json fs) {
+      for (auto& x : fs) x.erase("also_from");
+      return fs;
+    };
+    EXPECT_TRUE(strip(p["findings"]) == strip(f["findings"]) && p["non_issues"] == f["non_issues"],
+                "same findings and non-issues for " << t);
+    EXPECT_TRUE(p["scope"]["parse_status"].size() < f["scope"]["parse_status"].size(),
+                "fewer units parsed for " << t << ": " << p["scope"]["parse_status"].size());
+    std::cout << t << ": " << p["scope"]["parse_status"].size() << " of " << f["scope"]["parse_status"].size()
+              << " units, " << p["findings"].size() << " findings\n";
+  }
+  return failures;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: review_tests recall|file|function|class|symbol|diff|commit|cli FIXTURE_ROOT [CHECK]\n";
@@ -298,6 +318,7 @@ int main(int argc, char** argv) {
   // recall ROOT [CHECK|all] [TARGET [MIN_SEEDED]]: the fixture backend reviewed as a user would (one target)
   std::string only = argc > 3 && std::string(argv[3]) != "all" ? argv[3] : "";
   if (mode == "cache") return cache(root) ? 1 : 0;
+  if (mode == "partial") return partial(root) ? 1 : 0;
   int rc = mode == "recall"
                ? recall(root, only, argc > 4 ? argv[4] : "mlx/backend/vulkan", argc > 5 ? std::stoul(argv[5]) : 25)
                : targets(root, mode);
