@@ -230,7 +230,10 @@ struct Engine {
   }
 
   void addNonIssue(const std::string& check, const Function& f, unsigned line, const std::string& reason) {
-    auto key = std::make_tuple(f.file, line, reason);
+    // one entry per spot and reason, whichever check looked at it first
+    std::string same = reason;
+    if (auto p = same.find(" (" + check + ")"); p != std::string::npos) same.erase(p, check.size() + 3);
+    auto key = std::make_tuple(f.file, line, same);
     if (nonIssueSeen.count(key)) return;
     nonIssueSeen.insert(key);
     rv.nonIssues.push_back({check, rel(f.file), f.qualName, reason, line});
