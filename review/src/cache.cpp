@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -203,6 +204,8 @@ bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebas
             ps.firstError = j["first_error"];
             for (auto& d : j["deps"]) ps.deps.push_back(d[0]);
             ps.cached = hit = true;
+            std::error_code te;
+            fs::last_write_time(entry, fs::file_time_type::clock::now(), te);  // used: keep it
           }
         } catch (const std::exception&) {
           hit = false;  // unreadable entry: parse again and overwrite it
@@ -273,6 +276,15 @@ bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebas
     cb.parseStatus.push_back(ps);
     cb.parsedFiles.push_back(file);
     merge(cb, std::move(unit));
+  }
+  // Models of edited units stay behind under their old key: drop entries nobody used for 30 days.
+  if (!dir.empty() && std::any_of(slots.begin(), slots.end(), [](const Slot& sl) { return !sl.hit; })) {
+    auto now = fs::file_time_type::clock::now();
+    for (auto& e : fs::directory_iterator(dir, ec)) {
+      std::error_code e2;
+      auto t = fs::last_write_time(e.path(), e2);
+      if (!e2 && now - t > std::chrono::hours(24 * 30)) fs::remove(e.path(), e2);
+    }
   }
   for (auto& ps : cb.parseStatus) {
     ps.functions = 0;
