@@ -51,7 +51,7 @@ def first_diagnostics(stderr):
     """Per kernel, the first error that names it; and the first error of the file."""
     per_kernel, first = {}, None
     for line in stderr.splitlines():
-        m = re.search(r"(error|internal error|error: unsupported): (.*)", line)
+        m = re.search(r"(internal error|error: unsupported|error): (.*)", line)
         if not m:
             continue
         text = m.group(2)
