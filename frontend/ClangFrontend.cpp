@@ -199,6 +199,15 @@ std::optional<std::string> annotation(const clang::Decl* d, llvm::StringRef name
   return std::nullopt;
 }
 
+// A decimal index from annotation() within 0..max.
+bool indexInRange(const std::string& text, uint32_t max, uint32_t& out) {
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  uint64_t v = std::stoull(text);
+  if (v > max) return false;
+  out = static_cast<uint32_t>(v);
+  return true;
+}
+
 bool hasAnnotation(const clang::Decl* d, llvm::StringRef name) {
   for (const auto* a : d->specific_attrs<clang::AnnotateAttr>())
     if (a->getAnnotation() == name) return true;
@@ -270,10 +279,17 @@ class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollec
       error(vd->getLocation(), "function constant index of '" + vd->getNameAsString() + "' is not a constant integer");
       return true;
     }
+    uint32_t index = 0;
+    if (!indexInRange(*idx, kMaxFunctionConstantIndex, index)) {
+      error(vd->getLocation(), "function constant index " + *idx + " of '" + vd->getNameAsString() +
+                                   "' is out of range: Metal allows [[function_constant(0)]] to [[function_constant(" +
+                                   std::to_string(kMaxFunctionConstantIndex) + ")]]");
+      return true;
+    }
     FunctionConstantFacts fc;
     fc.name = vd->getNameAsString();
     fc.type = metalTypeName(vd->getType().getUnqualifiedType(), pp_);
-    fc.index = static_cast<uint32_t>(std::stoul(*idx));
+    fc.index = index;
     fc.mangledName = mangle(vd);
     out_.functionConstants.push_back(fc);
     return true;
@@ -333,24 +349,51 @@ class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollec
           return true;
         }
         pf.param.kind = ParamKind::Buffer;
-        pf.param.index = static_cast<uint32_t>(std::stoul(*idx));
+        if (!indexInRange(*idx, kMaxBufferArguments - 1, pf.param.index)) {
+          error(pd->getLocation(), "buffer index " + *idx + " of '" + pf.param.name +
+                                       "' is out of range: Metal allows [[buffer(0)]] to [[buffer(" +
+                                       std::to_string(kMaxBufferArguments - 1) + ")]]");
+          return true;
+        }
       } else if (auto idx = annotation(pd, "m2v.threadgroup", ctx_, &present); present) {
         if (!idx) {
           error(pd->getLocation(), "threadgroup index of '" + pf.param.name + "' is not a constant integer");
           return true;
         }
         pf.param.kind = ParamKind::Threadgroup;
-        pf.param.index = static_cast<uint32_t>(std::stoul(*idx));
+        if (!indexInRange(*idx, kMaxThreadgroupArguments - 1, pf.param.index)) {
+          error(pd->getLocation(), "threadgroup index " + *idx + " of '" + pf.param.name +
+                                       "' is out of range: Metal allows [[threadgroup(0)]] to [[threadgroup(" +
+                                       std::to_string(kMaxThreadgroupArguments - 1) + ")]]");
+          return true;
+        }
       } else if (t->isPointerType() || t->isReferenceType()) {
         // Metal assigns buffer indices in order to pointer arguments without an attribute.
         pf.param.kind = ParamKind::Buffer;
         pf.param.index = nextImplicitBuffer(e);
+        if (pf.param.index >= kMaxBufferArguments) {
+          error(pd->getLocation(), "kernel '" + e.entryName + "' has more than " + std::to_string(kMaxBufferArguments) +
+                                       " buffer arguments ('" + pf.param.name + "' would be [[buffer(" +
+                                       std::to_string(pf.param.index) + ")]]; Metal allows [[buffer(0)]] to [[buffer(" +
+                                       std::to_string(kMaxBufferArguments - 1) + ")]])");
+          return true;
+        }
       } else {
         error(pd->getLocation(), "kernel parameter '" + pf.param.name +
                                      "' needs an attribute ([[buffer(n)]], [[threadgroup(n)]] or a built-in such as "
                                      "[[thread_position_in_grid]])");
         return true;
       }
+      for (const ParamFacts& other : e.params)
+        if (other.param.kind == pf.param.kind && pf.param.kind != ParamKind::Builtin &&
+            other.param.index == pf.param.index && other.param.functionConstant.empty() &&
+            pf.param.functionConstant.empty()) {  // function-constant-guarded parameters may share an index
+          const char* what = pf.param.kind == ParamKind::Buffer ? "buffer" : "threadgroup";
+          error(pd->getLocation(), std::string("parameters '") + other.param.name + "' and '" + pf.param.name +
+                                       "' of kernel '" + e.entryName + "' both use [[" + what + "(" +
+                                       std::to_string(pf.param.index) + ")]]");
+          return true;
+        }
       e.params.push_back(pf);
     }
     out_.entries.push_back(std::move(e));
