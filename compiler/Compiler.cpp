@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <unordered_set>
 
 #include "Emitter.h"
 #include "Frontend.h"
@@ -15,6 +16,42 @@
 namespace m2v {
 
 const char* compilerVersion() { return "metal2vk-0.1.0-abi1"; }
+
+namespace {
+
+// The functions an entry point can reach: from the kernel and the global constructors, through calls and any other
+// reference (constant expressions, global initializers). Cloning only their bodies keeps a file with N entry points
+// from costing N copies of all N kernels.
+std::unordered_set<const llvm::Function*> reachableFunctions(const llvm::Module& m, const std::string& kernel) {
+  std::unordered_set<const llvm::Function*> functions;
+  std::unordered_set<const llvm::Value*> seen;
+  std::vector<const llvm::Value*> work;
+  auto push = [&](const llvm::Value* v) {
+    if (llvm::isa<llvm::Constant>(v) && seen.insert(v).second) work.push_back(v);
+  };
+  if (const llvm::Function* f = m.getFunction(kernel)) push(f);
+  for (const llvm::GlobalVariable& g : m.globals())
+    if (g.getName().starts_with("llvm.")) push(&g);
+  while (!work.empty()) {
+    const llvm::Value* v = work.back();
+    work.pop_back();
+    if (const auto* f = llvm::dyn_cast<llvm::Function>(v)) {
+      functions.insert(f);
+      for (const llvm::BasicBlock& bb : *f)
+        for (const llvm::Instruction& inst : bb)
+          for (const llvm::Use& op : inst.operands()) push(op.get());
+    } else if (const auto* g = llvm::dyn_cast<llvm::GlobalVariable>(v)) {
+      if (g->hasInitializer()) push(g->getInitializer());
+    } else if (const auto* a = llvm::dyn_cast<llvm::GlobalAlias>(v)) {
+      push(a->getAliasee());
+    } else if (const auto* c = llvm::dyn_cast<llvm::Constant>(v)) {
+      for (const llvm::Use& op : c->operands()) push(op.get());
+    }
+  }
+  return functions;
+}
+
+}  // namespace
 
 CompileResult compileSource(const std::string& source, const std::string& name, const CompileOptions& options) {
   CompileResult result;
@@ -42,7 +79,12 @@ CompileResult compileSource(const std::string& source, const std::string& name, 
     reflection.line = entry.line;
     for (const frontend::ParamFacts& p : entry.params) reflection.params.push_back(p.param);
 
-    std::unique_ptr<llvm::Module> m = llvm::CloneModule(*fe.module);
+    std::unordered_set<const llvm::Function*> reachable = reachableFunctions(*fe.module, entry.mangledName);
+    llvm::ValueToValueMapTy vmap;
+    std::unique_ptr<llvm::Module> m = llvm::CloneModule(*fe.module, vmap, [&](const llvm::GlobalValue* gv) {
+      const auto* f = llvm::dyn_cast<llvm::Function>(gv);
+      return !f || reachable.count(f);
+    });
     Diagnostics entryDiags;
     bool ok = lower::lowerEntry(*m, entry, fe.functionConstants, reflection, entryDiags);
     std::vector<uint32_t> words;

@@ -2,6 +2,9 @@
 #include <clang/AST/ASTConsumer.h>
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
+#include <clang/Basic/Stack.h>
+#include <clang/Lex/PPCallbacks.h>
+#include <clang/Lex/Preprocessor.h>
 #include <clang/AST/Mangle.h>
 #include <clang/AST/RecursiveASTVisitor.h>
 #include <clang/Basic/DiagnosticOptions.h>
@@ -456,6 +459,34 @@ class KernelFactsConsumer : public clang::ASTConsumer {
   const SourceMap& sources_;
 };
 
+// Bounds on macro expansion: macros that expand exponentially (`#define E1 E0 E0` ... E40) would keep clang busy for
+// hours (each expansion costs it a few microseconds and grows its source-location table). The largest MLX kernel files
+// make about 3,000 expansions and 120,000 tokens. At a limit an error is reported and macro expansion stops, so the
+// tokens already on the expansion stack drain in a few steps and the parse ends with that error.
+constexpr uint64_t kMaxMacroExpansions = 2'000'000;
+constexpr unsigned kMaxPreprocessedTokens = 50'000'000;
+
+class MacroExpansionBudget : public clang::PPCallbacks {
+ public:
+  explicit MacroExpansionBudget(clang::Preprocessor& pp) : pp_(pp) {}
+  void MacroExpands(const clang::Token& name, const clang::MacroDefinition&, clang::SourceRange,
+                    const clang::MacroArgs*) override {
+    if (exhausted_ || (++expansions_ < kMaxMacroExpansions && pp_.getTokenCount() < kMaxPreprocessedTokens)) return;
+    exhausted_ = true;
+    clang::DiagnosticsEngine& d = pp_.getDiagnostics();
+    d.Report(name.getLocation(), d.getCustomDiagID(clang::DiagnosticsEngine::Error,
+                                                   "too many macro expansions (more than %0 expansions or %1 tokens); "
+                                                   "stopped expanding macros"))
+        << unsigned(kMaxMacroExpansions) << kMaxPreprocessedTokens;
+    pp_.SetMacroExpansionOnlyInDirectives();
+  }
+
+ private:
+  clang::Preprocessor& pp_;
+  uint64_t expansions_ = 0;
+  bool exhausted_ = false;
+};
+
 class MetalCodeGenAction : public clang::EmitLLVMOnlyAction {
  public:
   MetalCodeGenAction(llvm::LLVMContext* ctx, FrontendOutput& out, Diagnostics& diags, const SourceMap& sources)
@@ -463,6 +494,7 @@ class MetalCodeGenAction : public clang::EmitLLVMOnlyAction {
 
  protected:
   std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance& ci, llvm::StringRef file) override {
+    ci.getPreprocessor().addPPCallbacks(std::make_unique<MacroExpansionBudget>(ci.getPreprocessor()));
     std::vector<std::unique_ptr<clang::ASTConsumer>> consumers;
     // Facts first: they must be read before code generation finishes the module.
     consumers.push_back(std::make_unique<KernelFactsConsumer>(out_, diags_, sources_));
@@ -512,6 +544,9 @@ void stripAnnotations(llvm::Module& m) {
 
 FrontendOutput runFrontend(const std::string& source, const std::string& name, const CompileOptions& options,
                            SourceMap& sources, Diagnostics& diags) {
+  // Lets clang's deep recursions (template instantiation, constant evaluation) see how much stack is left and move to
+  // a fresh stack before it runs out, as clang's own driver does.
+  clang::noteBottomOfStack();
   FrontendOutput out;
   out.context = std::make_unique<llvm::LLVMContext>();
 
@@ -534,7 +569,9 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
       "-triple", "nvptx64-nvidia-cuda", "-emit-llvm", "-x", "c++", "-std=c++17", "-O2", "-disable-llvm-passes",
       "-disable-llvm-verifier", "-fno-rtti", "-ffp-contract=on", "-fno-threadsafe-statics", "-nostdsysteminc",
       "-nobuiltininc", "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit", "20",
-      "-fgnuc-version=4.2.1", "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-D__METAL_VERSION__=320",
+      "-fgnuc-version=4.2.1",
+      // clang's documented nesting limit, set explicitly: without it 5,000 nested parentheses overflow the parser's stack
+      "-fbracket-depth", "256", "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-D__METAL_VERSION__=320",
       "-D__METAL__=1", "-D__HAVE_NATIVE_BFLOAT__=1", "-D__METAL2VK__=1", "-I", std::string(kStdlibRoot),
       // Metal's keywords and scalar types exist without any #include.
       "-include", "__m2v/base.h"};
