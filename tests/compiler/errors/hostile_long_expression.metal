@@ -1,4 +1,5 @@
 // EXPECT-EXIT: 0
+// ARGS: compile %s --json
 // A sum of 80,000 operands (built with macros): clang recurses once per operand, which overflowed the 8 MiB stack
 // (SIGSEGV); m2v runs its commands on a thread with a 1 GiB stack.
 #define T1 i + i +
