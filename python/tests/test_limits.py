@@ -127,3 +127,34 @@ def test_python_metal_kernel_31_inputs_is_a_compile_error():
     xs = [np.zeros(N, dtype=np.float32) for _ in names]
     with pytest.raises(m2v.CompileError, match=r"\[\[buffer\(30\)\]\]"):
         k(inputs=xs, grid=(N, 1, 1), threadgroup=(16, 1, 1), output_shapes=[(N,)], output_dtypes=[np.float32])
+
+
+def _mlx_cli(tmp_path, spec):
+    p = tmp_path / "spec.json"
+    p.write_text(json.dumps(spec))
+    return subprocess.run([M2V, "mlx", str(p), "--print-source"], capture_output=True, text=True, timeout=300)
+
+
+@needs_cli
+@pytest.mark.parametrize("shape", [[2**33, 2**33, 4], [2**40, 2**30]])
+def test_m2v_mlx_shape_overflow_is_an_input_error(tmp_path, shape):
+    # The element count of these shapes wraps around 2^64: refused, never allocated short.
+    spec = dict(mlx_spec(1), inputs=[{"random": "normal", "shape": shape}])
+    r = _mlx_cli(tmp_path, spec)
+    assert r.returncode == 1 and "shape too large" in r.stderr, r.stderr
+
+
+@needs_cli
+@pytest.mark.parametrize("dims", ["(99999999999999999999, 5)", "(4294967296, 4294967296, 16)", "(1000000000,)"])
+def test_m2v_mlx_npy_with_impossible_shape_is_an_input_error(tmp_path, dims):
+    # A .npy header whose shape is out of int64 range, overflows, or promises more data than the file holds.
+    np.save(tmp_path / "x.npy", np.zeros(3, dtype=np.float32))
+    raw = (tmp_path / "x.npy").read_bytes()
+    header_end = raw.index(b"\n") + 1
+    header = raw[10:header_end].replace(b"(3,)", dims.encode())
+    header = header.rstrip(b"\n").ljust(((10 + len(header) + 63) // 64) * 64 - 10 - 1) + b"\n"
+    (tmp_path / "x.npy").write_bytes(raw[:8] + len(header).to_bytes(2, "little") + header + raw[header_end:])
+    spec = dict(mlx_spec(1), inputs=[{"npy": "x.npy"}])
+    r = _mlx_cli(tmp_path, spec)
+    assert r.returncode == 1, r.stderr
+    assert "too large" in r.stderr or "truncated data" in r.stderr, r.stderr
