@@ -391,7 +391,7 @@ mlx::KernelSpec mlxSpec(uint32_t inputs) {
   spec.outputNames = {"out"};
   std::string body = "uint i = thread_position_in_grid.x;\nfloat acc = 0.0f;\n";
   for (uint32_t k = 0; k < inputs; ++k) {
-    std::string name = "x" + std::to_string(k);
+    std::string name = std::string("x").append(std::to_string(k));  // (GCC 12 warns wrongly on "x" + string)
     spec.inputNames.push_back(name);
     std::string value = k % 3 == 2 ? name : k % 3 == 1 ? name + "[i % 4]" : name + "[i]";
     body += "acc += " + std::to_string(k + 1) + ".0f * float(" + value + ");\n";
