@@ -32,6 +32,7 @@ std::unordered_set<const llvm::Function*> reachableFunctions(const llvm::Module&
   if (const llvm::Function* f = m.getFunction(kernel)) push(f);
   for (const llvm::GlobalVariable& g : m.globals())
     if (g.getName().starts_with("llvm.")) push(&g);
+  for (const llvm::GlobalAlias& a : m.aliases()) push(&a);  // an alias must keep pointing at a definition
   while (!work.empty()) {
     const llvm::Value* v = work.back();
     work.pop_back();
