@@ -47,6 +47,9 @@ Array readNpy(const std::string& path, std::optional<Dtype> asDtype) {
     in.read(reinterpret_cast<char*>(l), 4);
     headerLen = l[0] | (uint32_t(l[1]) << 8) | (uint32_t(l[2]) << 16) | (uint32_t(l[3]) << 24);
   }
+  // NumPy writes headers of a few hundred bytes; a length beyond 64 KiB is a damaged file, not a reason to allocate
+  // gigabytes (or to run the header regexes over them).
+  if (!in || headerLen > (64u << 10)) throw std::invalid_argument(path + ": bad header length");
   std::string header(headerLen, '\0');
   if (!in.read(header.data(), headerLen)) throw std::invalid_argument(path + ": truncated header");
   std::smatch m;
