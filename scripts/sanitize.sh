@@ -2,8 +2,8 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer run (CI): builds build-asan/ with -DM2V_SANITIZE=ON (our code only;
 # LLVM, clang and the Vulkan driver are not instrumented) and runs, under the sanitizers, the compiler suite (FileCheck,
 # kernels, diagnostics, hostile inputs, the fuzzers' findings replayed), the rewriter tests, a compile of the whole
-# corpus, and the runtime and
-# signature-limit tests on the default Vulkan device (lavapipe in CI). Any sanitizer report fails the run.
+# corpus, and the runtime and signature-limit tests on the default Vulkan device (lavapipe in CI). Any sanitizer
+# report fails the run.
 # usage: scripts/sanitize.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
