@@ -19,11 +19,14 @@ const char* compilerVersion() { return "metal2vk-0.1.0-abi1"; }
 
 namespace {
 
-// The functions an entry point can reach: from the kernel and the global constructors, through calls and any other
-// reference (constant expressions, global initializers). Cloning only their bodies keeps a file with N entry points
-// from costing N copies of all N kernels.
-std::unordered_set<const llvm::Function*> reachableFunctions(const llvm::Module& m, const std::string& kernel) {
-  std::unordered_set<const llvm::Function*> functions;
+// What an entry point can reach: from the kernel, the global constructors and the other `llvm.*` globals, and every
+// alias, through calls and any other reference (constant expressions, global initializers).
+struct Reachable {
+  std::unordered_set<const llvm::GlobalValue*> values;
+};
+
+Reachable reachableFrom(const llvm::Module& m, const std::string& kernel) {
+  Reachable r;
   std::unordered_set<const llvm::Value*> seen;
   std::vector<const llvm::Value*> work;
   auto push = [&](const llvm::Value* v) {
@@ -36,11 +39,12 @@ std::unordered_set<const llvm::Function*> reachableFunctions(const llvm::Module&
   while (!work.empty()) {
     const llvm::Value* v = work.back();
     work.pop_back();
+    if (const auto* gv = llvm::dyn_cast<llvm::GlobalValue>(v)) r.values.insert(gv);
     if (const auto* f = llvm::dyn_cast<llvm::Function>(v)) {
-      functions.insert(f);
       for (const llvm::BasicBlock& bb : *f)
         for (const llvm::Instruction& inst : bb)
           for (const llvm::Use& op : inst.operands()) push(op.get());
+      if (f->hasPersonalityFn()) push(f->getPersonalityFn());
     } else if (const auto* g = llvm::dyn_cast<llvm::GlobalVariable>(v)) {
       if (g->hasInitializer()) push(g->getInitializer());
     } else if (const auto* a = llvm::dyn_cast<llvm::GlobalAlias>(v)) {
@@ -49,7 +53,79 @@ std::unordered_set<const llvm::Function*> reachableFunctions(const llvm::Module&
       for (const llvm::Use& op : c->operands()) push(op.get());
     }
   }
-  return functions;
+  return r;
+}
+
+void copyComdat(llvm::Module& dst, llvm::GlobalObject* to, const llvm::GlobalObject* from) {
+  if (const llvm::Comdat* c = from->getComdat()) {
+    llvm::Comdat* nc = dst.getOrInsertComdat(c->getName());
+    nc->setSelectionKind(c->getSelectionKind());
+    to->setComdat(nc);
+  }
+}
+
+// A copy of `src` with only the global values an entry point reaches (llvm::CloneModule creates every function of the
+// file at least as a declaration: with N entry points that made compiling a file quadratic in N).
+std::unique_ptr<llvm::Module> cloneForEntry(const llvm::Module& src, const std::string& kernel) {
+  const Reachable reach = reachableFrom(src, kernel);
+  auto dst = std::make_unique<llvm::Module>(src.getModuleIdentifier(), src.getContext());
+  dst->setSourceFileName(src.getSourceFileName());
+  dst->setDataLayout(src.getDataLayout());
+  dst->setTargetTriple(src.getTargetTriple());
+  dst->setModuleInlineAsm(src.getModuleInlineAsm());
+  llvm::ValueToValueMapTy vmap;
+  auto wanted = [&](const llvm::GlobalValue& gv) { return reach.values.count(&gv) != 0; };
+  for (const llvm::GlobalVariable& g : src.globals()) {
+    if (!wanted(g)) continue;
+    auto* ng = new llvm::GlobalVariable(*dst, g.getValueType(), g.isConstant(), g.getLinkage(), nullptr, g.getName(),
+                                        nullptr, g.getThreadLocalMode(), g.getType()->getAddressSpace());
+    ng->copyAttributesFrom(&g);
+    vmap[&g] = ng;
+  }
+  for (const llvm::Function& f : src) {
+    if (!wanted(f)) continue;
+    llvm::Function* nf = llvm::Function::Create(llvm::cast<llvm::FunctionType>(f.getValueType()), f.getLinkage(),
+                                                f.getAddressSpace(), f.getName(), dst.get());
+    nf->copyAttributesFrom(&f);
+    vmap[&f] = nf;
+  }
+  for (const llvm::GlobalAlias& a : src.aliases()) {
+    auto* na = llvm::GlobalAlias::create(a.getValueType(), a.getType()->getPointerAddressSpace(), a.getLinkage(),
+                                         a.getName(), dst.get());
+    na->copyAttributesFrom(&a);
+    vmap[&a] = na;
+  }
+  const auto flags = llvm::RF_NullMapMissingGlobalValues;
+  for (const llvm::GlobalVariable& g : src.globals()) {
+    if (!wanted(g)) continue;
+    auto* ng = llvm::cast<llvm::GlobalVariable>(vmap[&g]);
+    llvm::SmallVector<std::pair<unsigned, llvm::MDNode*>, 1> mds;
+    g.getAllMetadata(mds);
+    for (auto& [kind, md] : mds) ng->addMetadata(kind, *llvm::MapMetadata(md, vmap, flags));
+    if (g.hasInitializer()) ng->setInitializer(llvm::MapValue(g.getInitializer(), vmap, flags));
+    copyComdat(*dst, ng, &g);
+  }
+  for (const llvm::Function& f : src) {
+    if (!wanted(f) || f.isDeclaration()) continue;
+    auto* nf = llvm::cast<llvm::Function>(vmap[&f]);
+    auto to = nf->arg_begin();
+    for (const llvm::Argument& arg : f.args()) {
+      to->setName(arg.getName());
+      vmap[&arg] = &*to++;
+    }
+    llvm::SmallVector<llvm::ReturnInst*, 8> returns;
+    llvm::CloneFunctionInto(nf, &f, vmap, llvm::CloneFunctionChangeType::ClonedModule, returns);
+    if (f.hasPersonalityFn()) nf->setPersonalityFn(llvm::MapValue(f.getPersonalityFn(), vmap, flags));
+    copyComdat(*dst, nf, &f);
+  }
+  for (const llvm::GlobalAlias& a : src.aliases())
+    if (const llvm::Constant* aliasee = a.getAliasee())
+      llvm::cast<llvm::GlobalAlias>(vmap[&a])->setAliasee(llvm::MapValue(aliasee, vmap, flags));
+  for (const llvm::NamedMDNode& nmd : src.named_metadata()) {
+    llvm::NamedMDNode* n = dst->getOrInsertNamedMetadata(nmd.getName());
+    for (const llvm::MDNode* op : nmd.operands()) n->addOperand(llvm::MapMetadata(op, vmap, flags));
+  }
+  return dst;
 }
 
 }  // namespace
@@ -80,12 +156,7 @@ CompileResult compileSource(const std::string& source, const std::string& name, 
     reflection.line = entry.line;
     for (const frontend::ParamFacts& p : entry.params) reflection.params.push_back(p.param);
 
-    std::unordered_set<const llvm::Function*> reachable = reachableFunctions(*fe.module, entry.mangledName);
-    llvm::ValueToValueMapTy vmap;
-    std::unique_ptr<llvm::Module> m = llvm::CloneModule(*fe.module, vmap, [&](const llvm::GlobalValue* gv) {
-      const auto* f = llvm::dyn_cast<llvm::Function>(gv);
-      return !f || reachable.count(f);
-    });
+    std::unique_ptr<llvm::Module> m = cloneForEntry(*fe.module, entry.mangledName);
     Diagnostics entryDiags;
     bool ok = lower::lowerEntry(*m, entry, fe.functionConstants, reflection, entryDiags);
     std::vector<uint32_t> words;
