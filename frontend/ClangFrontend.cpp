@@ -14,6 +14,7 @@
 #include <clang/Frontend/MultiplexConsumer.h>
 #include <clang/Lex/PreprocessorOptions.h>
 #include <llvm/IR/DebugInfoMetadata.h>
+#include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instruction.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
@@ -26,6 +27,7 @@
 #include <llvm/Support/VirtualFileSystem.h>
 
 #include <mutex>
+#include <set>
 
 #include "EmbeddedHeaders.h"
 #include "Frontend.h"
@@ -134,10 +136,12 @@ class RewritingFileSystem : public llvm::vfs::ProxyFileSystem {
  private:
   const std::string* rewrite(const std::string& path) {
     if (const RewrittenSource* r = sources_.rewritten(path)) return &r->text;
-    auto buf = ProxyFileSystem::getBufferForFile(path);
+    // Read through the underlying file system: our own getBufferForFile would come back here through
+    // openFileForRead.
+    auto buf = getUnderlyingFS().getBufferForFile(path);
     if (!buf) return nullptr;
     std::string original = (*buf)->getBuffer().str();
-    RewrittenSource rw = rewriteMetalSource(original);
+    RewrittenSource rw = rewriteMetalSource(original, &sources_.rewriteContext());
     sources_.add(path, std::move(original), std::move(rw));
     return &sources_.rewritten(path)->text;
   }
@@ -168,19 +172,57 @@ class DiagnosticForwarder : public clang::DiagnosticConsumer {
         sev = Severity::Error;
         break;
     }
-    Diagnostic d{sev, {}, 0, 0, text.str().str(), {}};
+    if (stopped_) return;  // what follows an unsupported construct are its consequences
+    std::string message = text.str().str();
+    static constexpr llvm::StringLiteral kUnsupported = "metal2vk unsupported: ";
+    bool unsupported = sev == Severity::Error && llvm::StringRef(message).starts_with(kUnsupported);
+    if (unsupported) {
+      sev = Severity::Unsupported;
+      message = message.substr(kUnsupported.size()) + " (this construct is not supported by metal2vk yet)";
+      stopped_ = true;
+    }
+    Diagnostic d{sev, {}, 0, 0, std::move(message), {}};
     if (info.hasSourceManager() && info.getLocation().isValid()) {
       const clang::SourceManager& sm = info.getSourceManager();
       clang::SourceLocation loc = sm.getFileLoc(info.getLocation());
-      clang::PresumedLoc p = sm.getPresumedLoc(loc);
+      // A diagnostic of our own headers' making is reported where the user's code included them.
+      while (unsupported && loc.isValid() && sm.getFilename(loc).starts_with(kStdlibRoot))
+        loc = sm.getIncludeLoc(sm.getFileID(loc));
+      clang::PresumedLoc p = loc.isValid() ? sm.getPresumedLoc(loc) : clang::PresumedLoc();
       if (p.isValid()) sources_.locate(d, p.getFilename(), p.getLine(), p.getColumn());
+      if (sev != Severity::Note) reportIncludeStack(sm, loc);
     }
     diags_.report(std::move(d));
+    for (Diagnostic& note : pendingNotes_) diags_.report(std::move(note));
+    pendingNotes_.clear();
   }
 
  private:
+  // "in file included from FILE:LINE" notes, innermost first, for a diagnostic in a header.
+  // (as clang does, only when the file differs from the previous diagnostic's)
+  void reportIncludeStack(const clang::SourceManager& sm, clang::SourceLocation loc) {
+    clang::FileID file = sm.getFileID(loc);
+    if (file == lastFile_) return;
+    lastFile_ = file;
+    clang::SourceLocation inc = sm.getIncludeLoc(file);
+    for (int depth = 0; inc.isValid() && depth < 32; ++depth) {
+      clang::PresumedLoc p = sm.getPresumedLoc(inc);
+      if (!p.isValid()) break;
+      if (!llvm::StringRef(p.getFilename()).starts_with(kStdlibRoot)) {
+        Diagnostic note{Severity::Note, {}, 0, 0, "in file included from here", {}};
+        sources_.locate(note, p.getFilename(), p.getLine(), p.getColumn());
+        note.sourceLine.clear();
+        pendingNotes_.push_back(std::move(note));
+      }
+      inc = sm.getIncludeLoc(sm.getFileID(inc));
+    }
+  }
+
   Diagnostics& diags_;
   const SourceMap& sources_;
+  bool stopped_ = false;
+  clang::FileID lastFile_;
+  std::vector<Diagnostic> pendingNotes_;
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -234,7 +276,8 @@ const char* addressSpaceName(clang::LangAS as) {
 // Metal's spelling of a type: address spaces by name, our vector typedefs by their Metal names.
 std::string metalTypeName(clang::QualType t, const clang::PrintingPolicy& pp) {
   std::string quals;
-  if (t.isConstQualified()) quals += "const ";
+  // (`constant` implies const: Metal does not spell it)
+  if (t.isConstQualified() && t.getAddressSpace() != clang::getLangASFromTargetAS(4)) quals += "const ";
   if (t.isVolatileQualified()) quals += "volatile ";
   if (t.getAddressSpace() != clang::LangAS::Default) quals += std::string(addressSpaceName(t.getAddressSpace())) + " ";
   clang::QualType bare = t.getUnqualifiedType();
@@ -508,6 +551,23 @@ class MetalCodeGenAction : public clang::EmitLLVMOnlyAction {
   const SourceMap& sources_;
 };
 
+// -fsyntax-only: the AST and the kernel facts checks, no code generation.
+class KernelFactsAction : public clang::ASTFrontendAction {
+ public:
+  KernelFactsAction(FrontendOutput& out, Diagnostics& diags, const SourceMap& sources)
+      : out_(out), diags_(diags), sources_(sources) {}
+
+ protected:
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance&, llvm::StringRef) override {
+    return std::make_unique<KernelFactsConsumer>(out_, diags_, sources_);
+  }
+
+ private:
+  FrontendOutput& out_;
+  Diagnostics& diags_;
+  const SourceMap& sources_;
+};
+
 llvm::IntrusiveRefCntPtr<llvm::vfs::InMemoryFileSystem> stdlibFileSystem() {
   auto fs = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
   for (const EmbeddedFile& f : embeddedHeaders())
@@ -540,6 +600,44 @@ void stripAnnotations(llvm::Module& m) {
     if (g.getName().starts_with(".str") && g.use_empty()) g.eraseFromParent();
 }
 
+// Reads every file `text` includes, transitively, and adds what they declare to the rewrite context: clang opens a
+// header only after the file that includes it was rewritten, and a header's vector aliases and macros matter to
+// that file too (MLX's fft.h declares function constants with steel/defines.h's STEEL_CONST).
+void collectIncludedContext(const std::string& path, std::string_view text, const std::vector<std::string>& includeDirs,
+                            RewriteContext& context, std::set<std::string>& visited) {
+  for (const auto& [name, quoted] : includeDirectives(text)) {
+    std::vector<std::string> candidates;
+    if (quoted) candidates.push_back((llvm::sys::path::parent_path(path) + "/" + name).str());
+    for (const std::string& dir : includeDirs) candidates.push_back(dir + "/" + name);
+    for (const std::string& c : candidates) {
+      llvm::SmallString<256> real(c);
+      llvm::sys::path::remove_dots(real, true);
+      if (!llvm::sys::fs::is_regular_file(real)) continue;
+      if (!visited.insert(real.str().str()).second) break;
+      auto buf = llvm::MemoryBuffer::getFile(real, /*IsText=*/true);
+      if (!buf) break;
+      std::string_view header = (*buf)->getBuffer();
+      collectRewriteContext(header, context);
+      collectIncludedContext(real.str().str(), header, includeDirs, context, visited);
+      break;
+    }
+  }
+}
+
+// clang 22 stores an element of a bool vector through a variable index (`bool2 m; m[j] = x;`) as an insertelement
+// of the byte it keeps bools in (i8) into a vector of i1, which is invalid IR. The bit is the byte's low bit.
+void repairBoolVectorInserts(llvm::Module& m) {
+  for (llvm::Function& f : m)
+    for (llvm::Instruction& inst : llvm::instructions(f)) {
+      auto* ins = llvm::dyn_cast<llvm::InsertElementInst>(&inst);
+      if (!ins) continue;
+      llvm::Type* elem = llvm::cast<llvm::VectorType>(ins->getType())->getElementType();
+      llvm::Value* v = ins->getOperand(1);
+      if (!elem->isIntegerTy(1) || !v->getType()->isIntegerTy() || v->getType() == elem) continue;
+      ins->setOperand(1, new llvm::TruncInst(v, elem, "bool", ins->getIterator()));
+    }
+}
+
 }  // namespace
 
 FrontendOutput runFrontend(const std::string& source, const std::string& name, const CompileOptions& options,
@@ -556,7 +654,11 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   llvm::sys::fs::make_absolute(absolute);
   std::string mainPath = absolute.str().str();
   sources.setDisplayName(mainPath, name);
-  sources.add(mainPath, source, rewriteMetalSource(source));
+  {
+    std::set<std::string> visited{mainPath};
+    collectIncludedContext(mainPath, source, options.includeDirs, sources.rewriteContext(), visited);
+  }
+  sources.add(mainPath, source, rewriteMetalSource(source, &sources.rewriteContext()));
 
   auto overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(
       llvm::makeIntrusiveRefCnt<RewritingFileSystem>(llvm::vfs::getRealFileSystem(), sources));
@@ -568,16 +670,30 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   std::vector<std::string> args = {
       "-triple", "nvptx64-nvidia-cuda", "-emit-llvm", "-x", "c++", "-std=c++17", "-O2", "-disable-llvm-passes",
       "-disable-llvm-verifier", "-fno-rtti", "-ffp-contract=on", "-fno-threadsafe-statics", "-nostdsysteminc",
-      "-nobuiltininc", "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit", "20",
-      "-fgnuc-version=4.2.1",
-      // clang's documented nesting limit, set explicitly: without it 5,000 nested parentheses overflow the parser's stack
-      "-fbracket-depth", "256", "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-D__METAL_VERSION__=320",
-      "-D__METAL__=1", "-D__HAVE_NATIVE_BFLOAT__=1", "-D__METAL2VK__=1", "-I", std::string(kStdlibRoot),
-      // Metal's keywords and scalar types exist without any #include.
-      "-include", "__m2v/base.h"};
+      "-nobuiltininc", "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit",
+      std::to_string(options.errorLimit), "-fgnuc-version=4.2.1",
+      // clang's documented nesting limit, set explicitly: without it 5,000 nested parentheses overflow the parser's
+      // stack
+      "-fbracket-depth", "256", "-Wno-unknown-attributes",
+      "-Wno-ignored-attributes",
+      // Metal's own pragmas (`#pragma METAL internals : enable`) and warning groups (-Wmetal-addr-spaces) mean
+      // nothing to clang; they are accepted without a word, as Metal code expects.
+      "-Wno-unknown-pragmas", "-Wno-unknown-warning-option", "-Wno-duplicate-decl-specifier", "-Wno-c++20-extensions", "-Wno-c++17-extensions",
+      "-D__METAL_VERSION__=" + std::to_string(options.metalVersion), "-D__METAL__=1", "-D__HAVE_NATIVE_BFLOAT__=1",
+      "-D__HAVE_BFLOAT__=1", "-D__METAL2VK__=1",
+      // Metal has no double: an unsuffixed floating literal is a float.
+      "-cl-single-precision-constant"};
+  if (options.fastMath) args.push_back("-D__M2V_FAST_MATH__=1");
+  // User warning flags first, so that the switches below (which keep our rewriting quiet) win.
+  for (const std::string& w : options.warnings) args.push_back(w);
+  // Our headers are system headers: user -W flags do not reach into them.
+  args.insert(args.end(), {"-isystem", std::string(kStdlibRoot),
+                           // Metal's keywords and scalar types exist without any #include.
+                           "-include", "__m2v/base.h"});
+  // Quoted includes are looked up next to the including file first (clang's rule), then in -I directories.
   std::string dir = llvm::sys::path::parent_path(mainPath).str();
-  if (!dir.empty()) args.insert(args.end(), {"-I", dir});
   for (const std::string& inc : options.includeDirs) args.insert(args.end(), {"-I", inc});
+  if (!dir.empty()) args.insert(args.end(), {"-iquote", dir});
   for (const auto& [k, v] : options.defines) args.push_back("-D" + k + (v.empty() ? "" : "=" + v));
   args.push_back(mainPath);
 
@@ -601,6 +717,11 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   ci.createDiagnostics(forwarder.get(), false);
   ci.createFileManager();
 
+  if (options.syntaxOnly) {
+    KernelFactsAction facts(out, diags, sources);
+    ci.ExecuteAction(facts);
+    return out;
+  }
   MetalCodeGenAction action(out.context.get(), out, diags, sources);
   bool ok = ci.ExecuteAction(action);
   if (!ok || ci.getDiagnostics().hasErrorOccurred() || diags.hasErrors()) return out;
@@ -610,6 +731,7 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
     return out;
   }
   stripAnnotations(*out.module);
+  repairBoolVectorInserts(*out.module);
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*out.module, &os)) {

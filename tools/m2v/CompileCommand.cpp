@@ -2,7 +2,11 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <iostream>
 
 #include "Commands.h"
@@ -10,6 +14,37 @@
 #include "metal2vk/compiler.h"
 
 namespace m2v::cli {
+
+namespace {
+
+// `metal3.1`, `macos-metal2.4`, `ios-metal1.2` -> 310, 240, 120.
+std::optional<uint32_t> parseMetalStd(const std::string& s) {
+  size_t at = s.rfind("metal");
+  if (at == std::string::npos) return std::nullopt;
+  std::string v = s.substr(at + 5);
+  if (v.size() != 3 || !std::isdigit(static_cast<unsigned char>(v[0])) || v[1] != '.' ||
+      !std::isdigit(static_cast<unsigned char>(v[2])))
+    return std::nullopt;
+  return static_cast<uint32_t>((v[0] - '0') * 100 + (v[2] - '0') * 10);
+}
+
+}  // namespace
+
+std::string moduleFileStem(const std::string& entry) {
+  // File systems allow 255 bytes a name; MLX's entry names reach 300+. A long name keeps its first 160 bytes and
+  // gains a hash of the whole name (FNV-1a, stable across runs and machines); the JSON keeps the full name.
+  constexpr size_t kMaxStem = 200;
+  bool plain = entry.size() <= kMaxStem && entry.find('/') == std::string::npos;
+  if (plain) return entry;
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : entry) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  std::string stem = entry.substr(0, 160);
+  for (char& c : stem)
+    if (c == '/') c = '_';
+  return stem + "-" + hex;
+}
 
 int compileCommand(const Args& args) {
   CompileOptions options;
@@ -40,6 +75,33 @@ int compileCommand(const Args& args) {
     } else if (a.rfind("-D", 0) == 0 && a.size() > 2) {
       size_t eq = a.find('=');
       options.defines.emplace_back(a.substr(2, eq - 2), eq == std::string::npos ? "" : a.substr(eq + 1));
+    } else if (a == "-x") {
+      // MLX's build passes `-x metal`; Metal is the only language here.
+      if (i + 1 >= args.size()) return usageError("compile", "-x needs a value");
+      if (args[++i] != "metal") return usageError("compile", "-x " + args[i] + ": only 'metal' is accepted");
+    } else if (a.rfind("-std=", 0) == 0) {
+      auto version = parseMetalStd(a.substr(5));
+      if (!version) return usageError("compile", "unknown language standard '" + a.substr(5) + "' (e.g. metal3.1)");
+      options.metalVersion = *version;
+    } else if (a == "-ffast-math" || a == "-fno-fast-math") {
+      options.fastMath = a == "-ffast-math";
+    } else if (a == "-fsyntax-only") {
+      options.syntaxOnly = true;
+    } else if (a.rfind("-ferror-limit=", 0) == 0) {
+      char* end = nullptr;
+      unsigned long n = std::strtoul(a.c_str() + 14, &end, 10);
+      if (!end || *end || a.size() == 14) return usageError("compile", "bad value in '" + a + "'");
+      options.errorLimit = static_cast<uint32_t>(n);
+    } else if (a.rfind("-W", 0) == 0 && a.size() > 2) {
+      options.warnings.push_back(a);
+    } else if (a == "-j") {
+      if (i + 1 >= args.size()) return usageError("compile", "-j needs a value");
+      char* end = nullptr;
+      unsigned long n = std::strtoul(args[++i].c_str(), &end, 10);
+      if (!end || *end || args[i].empty()) return usageError("compile", "bad value for -j: '" + args[i] + "'");
+      options.jobs = static_cast<unsigned>(n);
+    } else if (a == "-c") {
+      // Compile-only, as in `metal -c`: what m2v compile always does.
     } else if (a == "--json") {
       json = true;
     } else if (a == "--asm") {
@@ -71,7 +133,7 @@ int compileCommand(const Args& args) {
     if (options.keepLoweredIR) std::cout << k.loweredIR;
     if (assembly) std::cout << spirv::disassembleModule(k.spirv);
     if (!writeFiles) continue;
-    std::string base = outDir + "/" + k.reflection.entry;
+    std::string base = outDir + "/" + moduleFileStem(k.reflection.entry);
     std::ofstream spv(base + ".spv", std::ios::binary);
     spv.write(reinterpret_cast<const char*>(k.spirv.data()), static_cast<std::streamsize>(k.spirv.size() * 4));
     std::ofstream(base + ".json") << toJson(k.reflection) << "\n";
