@@ -15,9 +15,12 @@ namespace m2v::lower {
 namespace {
 
 // Functions and global variables that `root` reaches through calls, references and initializers.
+// Program-scope initializers that are not constant (`constant bool b = is_function_constant_defined(x);`) are
+// global constructors, listed in llvm.global_ctors: every entry point runs them (EntryABIPass), so they count too.
 llvm::SetVector<const llvm::GlobalValue*> reachableFrom(const llvm::Function& root) {
   llvm::SetVector<const llvm::GlobalValue*> reached;
   llvm::SmallVector<const llvm::GlobalValue*, 64> work{&root};
+  if (const llvm::GlobalVariable* ctors = root.getParent()->getGlobalVariable("llvm.global_ctors")) work.push_back(ctors);
   llvm::SmallPtrSet<const llvm::Constant*, 32> seenConstants;
   auto visitConstant = [&](const llvm::Constant* c, auto& self) -> void {
     if (const auto* gv = llvm::dyn_cast<llvm::GlobalValue>(c)) {

@@ -76,11 +76,23 @@ def compile_file(m2v, mlx, path, entries, jobs, timeout):
     for e in entries:
         cmd += ["--entry", e]
     start = time.time()
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
-        rc, stderr = p.returncode, p.stderr
-    except subprocess.TimeoutExpired as t:
-        rc, stderr = "timeout", (t.stderr or b"").decode(errors="replace") if isinstance(t.stderr, bytes) else ""
+    # (waited for with wait4, which gives the process's peak memory)
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        rc, peak_kb = None, 0
+        while rc is None:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                rc, peak_kb = os.waitstatus_to_exitcode(status), usage.ru_maxrss
+            elif time.time() - start > timeout:
+                p.kill()
+                os.wait4(p.pid, 0)
+                rc = "timeout"
+            else:
+                time.sleep(0.05)
+        p.returncode = 0  # reaped above
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
     seconds = time.time() - start
     produced = set()
     for name in os.listdir(out):
@@ -88,7 +100,7 @@ def compile_file(m2v, mlx, path, entries, jobs, timeout):
             with open(os.path.join(out, name)) as f:
                 produced.add(json.load(f)["entry"])
     shutil.rmtree(out, ignore_errors=True)
-    return rc, stderr, seconds, produced
+    return rc, stderr, seconds, produced, peak_kb
 
 
 def main():
@@ -114,7 +126,9 @@ def main():
         if args.filter not in path:
             continue
         wanted = sample(info["entries"], args.sample)
-        rc, stderr, seconds, produced = compile_file(args.m2v, args.mlx, path, wanted, args.jobs, args.timeout)
+        rc, stderr, seconds, produced, peak_kb = compile_file(args.m2v, args.mlx, path, wanted, args.jobs,
+                                                              args.timeout)
+        totals["peak_kb"] = max(totals["peak_kb"], peak_kb)
         if rc not in OK_EXIT:
             bad_exits.append((path, rc, stderr.strip().splitlines()[-1:] if stderr.strip() else []))
         per_kernel, first = first_diagnostics(stderr)
@@ -130,13 +144,15 @@ def main():
             totals["seconds"] += seconds
             for e in failed:
                 failures.append((path, e, per_kernel.get(e) or first or f"no module (exit {rc})"))
-        rows.append((path, len(wanted), len(valid), len(failed), seconds, rc, info["nax"], first))
-        print(f"{path}: {len(valid)}/{len(wanted)} valid, {seconds:.1f} s, exit {rc}", flush=True)
+        rows.append((path, len(wanted), len(valid), len(failed), seconds, rc, info["nax"], first, peak_kb))
+        print(f"{path}: {len(valid)}/{len(wanted)} valid, {seconds:.1f} s, {peak_kb / 1024:.0f} MiB, exit {rc}",
+              flush=True)
 
     total = totals["selected"]
     rate = totals["valid"] / total * 100 if total else 0.0
     summary = (f"{totals['valid']} of {total} entry points valid ({rate:.1f}%), sample {args.sample}, "
-               f"{totals['seconds']:.0f} s, {total / max(totals['seconds'], 1e-9):.1f} entry points/s")
+               f"{totals['seconds']:.0f} s, {total / max(totals['seconds'], 1e-9):.1f} entry points/s, "
+               f"peak memory of one process {totals['peak_kb'] / 1024:.0f} MiB")
     print(summary)
 
     if args.report:
@@ -147,11 +163,12 @@ def main():
             f.write("# MLX kernel library: compile report\n\n")
             f.write(f"`corpus/mlx-library/compile_library.py --sample {args.sample}` (m2v compile with MLX's flags, "
                     f"-j {args.jobs}). {summary}.\n\n")
-            f.write("| file | entry points | valid | failed | seconds | exit |\n|---|---|---|---|---|---|\n")
-            for path, n, v, fl, sec, rc, nax, first in rows:
+            f.write("| file | entry points | valid | failed | seconds | peak MiB | exit |\n"
+                    "|---|---|---|---|---|---|---|\n")
+            for path, n, v, fl, sec, rc, nax, first, peak in rows:
                 note = " (Metal 4: not supported)" if nax else ""
                 f.write(f"| {path.replace('mlx/backend/metal/kernels/', '')}{note} | {n} | {v} | {fl} | "
-                        f"{sec:.1f} | {rc} |\n")
+                        f"{sec:.1f} | {peak / 1024:.0f} | {rc} |\n")
             f.write("\n## Failures by cause\n\n")
             if not causes:
                 f.write("None.\n")
@@ -163,7 +180,7 @@ def main():
                     f.write(f"- … and {len(items) - 5} more\n")
                 f.write("\n")
             f.write("## Metal-4 files\n\n")
-            for path, n, v, fl, sec, rc, nax, first in rows:
+            for path, n, v, fl, sec, rc, nax, first, peak in rows:
                 if nax:
                     f.write(f"- {os.path.basename(path)}: exit {rc}: {first or ''}\n")
 

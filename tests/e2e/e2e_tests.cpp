@@ -416,6 +416,31 @@ TEST_F(E2E, DialectObjectsBracesAndBoolVectors) {
   }
 }
 
+TEST_F(E2E, PrivateBytesAsEightByteWords) {
+  Kernel k = load("private_bytes_as_words");
+  const uint32_t n = 100;
+  auto in = randInts<uint32_t>(n, 0, 0xffffffffu);
+  Buffer bi = upload(in), words = poisoned(n * 8), bytes = poisoned(n * 8);
+  stream().setKernel(k);
+  stream().setBuffer(bi, 0, 0);
+  stream().setBuffer(words, 0, 1);
+  stream().setBuffer(bytes, 0, 2);
+  const int32_t count = 8;
+  stream().setBytes(&count, sizeof count, 3);
+  stream().dispatchThreads({n, 1, 1}, {32, 1, 1});
+  std::vector<uint32_t> wantWords(n * 2);
+  std::vector<uint8_t> wantBytes(n * 8);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint8_t b[8];
+    for (int k2 = 0; k2 < 8; ++k2) b[k2] = uint8_t((in[i] >> (k2 % 4 * 8)) + k2);
+    std::memcpy(&wantWords[i * 2], b, 8);  // little-endian, as Metal's memory
+    uint32_t c[2] = {in[i], ~in[i]};
+    std::memcpy(&wantBytes[i * 8], c, 8);
+  }
+  EXPECT_TRUE(allEqual(read<uint32_t>(words, n * 2), wantWords));
+  EXPECT_TRUE(allEqual(read<uint8_t>(bytes, n * 8), wantBytes));
+}
+
 TEST_F(E2E, MatrixTypes) {
   Kernel k = load("matrix_ops");
   const uint32_t n = 70;

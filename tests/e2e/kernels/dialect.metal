@@ -45,3 +45,16 @@ kernel void dialect(device const Pair* pairs [[buffer(0)]], device float* out [[
   for (int j = 0; j < 4; ++j) m[j] = ((i >> j) & 1) != 0;
   masks[i] = int(m[0]) + 2 * int(m[1]) + 4 * int(m[2]) + 8 * int(m[3]);
 }
+
+// 8 bytes of a private byte array read and written as one 8-byte value (MLX's quantized kernels: `(thread uint8_t*)&w`).
+// (`count` is 8, from the host, so that the arrays stay arrays of bytes)
+kernel void private_bytes_as_words(device const uint* in [[buffer(0)]], device uint2* words [[buffer(1)]],
+                                   device uchar* bytes_out [[buffer(2)]], constant int& count [[buffer(3)]],
+                                   uint i [[thread_position_in_grid]]) {
+  uchar b[8];
+  for (int k = 0; k < count; ++k) b[k] = uchar((in[i] >> (k % 4 * 8)) + k);
+  words[i] = *(thread uint2*)b;
+  uchar c[8];
+  *(thread uint2*)c = uint2(in[i], ~in[i]);
+  for (int k = 0; k < count; ++k) bytes_out[i * 8 + k] = c[k];
+}
