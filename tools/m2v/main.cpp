@@ -41,6 +41,7 @@ commands:
       Run one mx.fast.metal_kernel call described in JSON (inputs inline, random or .npy; docs/MLX.md) and write
       each output as DIR/NAME.npy; --print-source prints MLX's assembled kernel text instead of running.
   review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE] [--fail-on SEVERITY]
+         [-j N] [--full-parse] [--no-cache] [--cache-dir DIR]
       Review a Vulkan compute backend for async-pipeline hazards. TARGET: a file, function, class or symbol,
       --diff FILE, --commit SHA or a git range A..B.
   sweep DIR [-j N] [--device SEL] [--report PREFIX] [--filter SUBSTR] [--floor FILE] [--seed S] [--repeat N]
