@@ -69,6 +69,24 @@ std::string toJson(const KernelReflection& r, int indent) {
   return j.dump(indent);
 }
 
+namespace {
+
+// A JSON number that must be an integer in 0..2^32-1 (a float or a negative number would convert with undefined
+// behaviour in get<uint32_t>()).
+uint32_t u32(const json& v, const char* what) {
+  if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0) || v.get<uint64_t>() > UINT32_MAX)
+    throw std::runtime_error(std::string(what) + " must be an integer from 0 to 4294967295, not " + v.dump());
+  return uint32_t(v.get<uint64_t>());
+}
+
+uint32_t u32(const json& object, const char* key, uint32_t fallback) {
+  if (!object.is_object()) throw std::runtime_error(std::string("expected an object holding '") + key + "'");
+  auto it = object.find(key);
+  return it == object.end() ? fallback : u32(*it, key);
+}
+
+}  // namespace
+
 std::optional<KernelReflection> reflectionFromJson(const std::string& text, std::string* error) {
   try {
     json j = json::parse(text);
@@ -76,7 +94,7 @@ std::optional<KernelReflection> reflectionFromJson(const std::string& text, std:
     r.entry = j.at("entry").get<std::string>();
     r.spirvEntry = j.value("spirv_entry", "main");
     r.source = j.value("source", "");
-    r.line = j.value("line", 0u);
+    r.line = u32(j, "line", 0);
     for (const json& q : j.at("params")) {
       KernelParam p;
       p.name = q.at("name").get<std::string>();
@@ -91,25 +109,25 @@ std::optional<KernelReflection> reflectionFromJson(const std::string& text, std:
         p.kind = ParamKind::Builtin;
       else
         throw std::runtime_error("unknown parameter kind '" + kind + "'");
-      p.index = q.value("index", 0u);
+      p.index = u32(q, "index", 0);
       p.builtin = q.value("builtin", "");
       p.functionConstant = q.value("function_constant", "");
       r.params.push_back(p);
     }
     const json& pc = j.at("push_constants");
-    r.pushConstantSize = pc.at("size").get<uint32_t>();
+    r.pushConstantSize = u32(pc.at("size"), "size");
     r.argumentBuffer = pc.value("argument_buffer", false);
     for (const json& a : pc.at("args"))
-      r.args.push_back({a.at("buffer").get<uint32_t>(), a.at("offset").get<uint32_t>()});
+      r.args.push_back({u32(a.at("buffer"), "buffer"), u32(a.at("offset"), "offset")});
     for (const json& f : j.value("function_constants", json::array()))
       r.functionConstants.push_back({f.at("name").get<std::string>(), f.at("type").get<std::string>(),
-                                     f.at("index").get<uint32_t>(), f.at("spec_id").get<uint32_t>(),
-                                     f.at("defined_spec_id").get<uint32_t>()});
+                                     u32(f.at("index"), "index"), u32(f.at("spec_id"), "spec_id"),
+                                     u32(f.at("defined_spec_id"), "defined_spec_id")});
     const json& tg = j.at("threadgroup_memory");
-    r.staticThreadgroupBytes = tg.value("static_bytes", 0u);
+    r.staticThreadgroupBytes = u32(tg, "static_bytes", 0);
     for (const json& d : tg.value("dynamic", json::array()))
-      r.dynamicThreadgroupMemory.push_back({d.at("index").get<uint32_t>(), d.at("spec_id").get<uint32_t>()});
-    r.requiredSubgroupSize = j.value("required_subgroup_size", 0u);
+      r.dynamicThreadgroupMemory.push_back({u32(d.at("index"), "index"), u32(d.at("spec_id"), "spec_id")});
+    r.requiredSubgroupSize = u32(j, "required_subgroup_size", 0);
     r.capabilities = j.value("capabilities", std::vector<std::string>{});
     r.extensions = j.value("extensions", std::vector<std::string>{});
     return r;

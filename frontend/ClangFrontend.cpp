@@ -2,6 +2,9 @@
 #include <clang/AST/ASTConsumer.h>
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
+#include <clang/Basic/Stack.h>
+#include <clang/Lex/PPCallbacks.h>
+#include <clang/Lex/Preprocessor.h>
 #include <clang/AST/Mangle.h>
 #include <clang/AST/RecursiveASTVisitor.h>
 #include <clang/Basic/DiagnosticOptions.h>
@@ -267,6 +270,15 @@ std::optional<std::string> annotation(const clang::Decl* d, llvm::StringRef name
   return std::nullopt;
 }
 
+// A decimal index from annotation() within 0..max.
+bool indexInRange(const std::string& text, uint32_t max, uint32_t& out) {
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  uint64_t v = std::stoull(text);
+  if (v > max) return false;
+  out = static_cast<uint32_t>(v);
+  return true;
+}
+
 bool hasAnnotation(const clang::Decl* d, llvm::StringRef name) {
   for (const auto* a : d->specific_attrs<clang::AnnotateAttr>())
     if (a->getAnnotation() == name) return true;
@@ -339,10 +351,17 @@ class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollec
       error(vd->getLocation(), "function constant index of '" + vd->getNameAsString() + "' is not a constant integer");
       return true;
     }
+    uint32_t index = 0;
+    if (!indexInRange(*idx, kMaxFunctionConstantIndex, index)) {
+      error(vd->getLocation(), "function constant index " + *idx + " of '" + vd->getNameAsString() +
+                                   "' is out of range: Metal allows [[function_constant(0)]] to [[function_constant(" +
+                                   std::to_string(kMaxFunctionConstantIndex) + ")]]");
+      return true;
+    }
     FunctionConstantFacts fc;
     fc.name = vd->getNameAsString();
     fc.type = metalTypeName(vd->getType().getUnqualifiedType(), pp_);
-    fc.index = static_cast<uint32_t>(std::stoul(*idx));
+    fc.index = index;
     fc.mangledName = mangle(vd);
     out_.functionConstants.push_back(fc);
     return true;
@@ -402,24 +421,51 @@ class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollec
           return true;
         }
         pf.param.kind = ParamKind::Buffer;
-        pf.param.index = static_cast<uint32_t>(std::stoul(*idx));
+        if (!indexInRange(*idx, kMaxBufferArguments - 1, pf.param.index)) {
+          error(pd->getLocation(), "buffer index " + *idx + " of '" + pf.param.name +
+                                       "' is out of range: Metal allows [[buffer(0)]] to [[buffer(" +
+                                       std::to_string(kMaxBufferArguments - 1) + ")]]");
+          return true;
+        }
       } else if (auto idx = annotation(pd, "m2v.threadgroup", ctx_, &present); present) {
         if (!idx) {
           error(pd->getLocation(), "threadgroup index of '" + pf.param.name + "' is not a constant integer");
           return true;
         }
         pf.param.kind = ParamKind::Threadgroup;
-        pf.param.index = static_cast<uint32_t>(std::stoul(*idx));
+        if (!indexInRange(*idx, kMaxThreadgroupArguments - 1, pf.param.index)) {
+          error(pd->getLocation(), "threadgroup index " + *idx + " of '" + pf.param.name +
+                                       "' is out of range: Metal allows [[threadgroup(0)]] to [[threadgroup(" +
+                                       std::to_string(kMaxThreadgroupArguments - 1) + ")]]");
+          return true;
+        }
       } else if (t->isPointerType() || t->isReferenceType()) {
         // Metal assigns buffer indices in order to pointer arguments without an attribute.
         pf.param.kind = ParamKind::Buffer;
         pf.param.index = nextImplicitBuffer(e);
+        if (pf.param.index >= kMaxBufferArguments) {
+          error(pd->getLocation(), "kernel '" + e.entryName + "' has more than " + std::to_string(kMaxBufferArguments) +
+                                       " buffer arguments ('" + pf.param.name + "' would be [[buffer(" +
+                                       std::to_string(pf.param.index) + ")]]; Metal allows [[buffer(0)]] to [[buffer(" +
+                                       std::to_string(kMaxBufferArguments - 1) + ")]])");
+          return true;
+        }
       } else {
         error(pd->getLocation(), "kernel parameter '" + pf.param.name +
                                      "' needs an attribute ([[buffer(n)]], [[threadgroup(n)]] or a built-in such as "
                                      "[[thread_position_in_grid]])");
         return true;
       }
+      for (const ParamFacts& other : e.params)
+        if (other.param.kind == pf.param.kind && pf.param.kind != ParamKind::Builtin &&
+            other.param.index == pf.param.index && other.param.functionConstant.empty() &&
+            pf.param.functionConstant.empty()) {  // function-constant-guarded parameters may share an index
+          const char* what = pf.param.kind == ParamKind::Buffer ? "buffer" : "threadgroup";
+          error(pd->getLocation(), std::string("parameters '") + other.param.name + "' and '" + pf.param.name +
+                                       "' of kernel '" + e.entryName + "' both use [[" + what + "(" +
+                                       std::to_string(pf.param.index) + ")]]");
+          return true;
+        }
       e.params.push_back(pf);
     }
     out_.entries.push_back(std::move(e));
@@ -482,6 +528,34 @@ class KernelFactsConsumer : public clang::ASTConsumer {
   const SourceMap& sources_;
 };
 
+// Bounds on macro expansion: macros that expand exponentially (`#define E1 E0 E0` ... E40) would keep clang busy for
+// hours (each expansion costs it a few microseconds and grows its source-location table). The largest MLX kernel files
+// make about 3,000 expansions and 120,000 tokens. At a limit an error is reported and macro expansion stops, so the
+// tokens already on the expansion stack drain in a few steps and the parse ends with that error.
+constexpr uint64_t kMaxMacroExpansions = 2'000'000;
+constexpr unsigned kMaxPreprocessedTokens = 50'000'000;
+
+class MacroExpansionBudget : public clang::PPCallbacks {
+ public:
+  explicit MacroExpansionBudget(clang::Preprocessor& pp) : pp_(pp) {}
+  void MacroExpands(const clang::Token& name, const clang::MacroDefinition&, clang::SourceRange,
+                    const clang::MacroArgs*) override {
+    if (exhausted_ || (++expansions_ < kMaxMacroExpansions && pp_.getTokenCount() < kMaxPreprocessedTokens)) return;
+    exhausted_ = true;
+    clang::DiagnosticsEngine& d = pp_.getDiagnostics();
+    d.Report(name.getLocation(), d.getCustomDiagID(clang::DiagnosticsEngine::Error,
+                                                   "too many macro expansions (more than %0 expansions or %1 tokens); "
+                                                   "stopped expanding macros"))
+        << unsigned(kMaxMacroExpansions) << kMaxPreprocessedTokens;
+    pp_.SetMacroExpansionOnlyInDirectives();
+  }
+
+ private:
+  clang::Preprocessor& pp_;
+  uint64_t expansions_ = 0;
+  bool exhausted_ = false;
+};
+
 class MetalCodeGenAction : public clang::EmitLLVMOnlyAction {
  public:
   MetalCodeGenAction(llvm::LLVMContext* ctx, FrontendOutput& out, Diagnostics& diags, const SourceMap& sources)
@@ -489,6 +563,7 @@ class MetalCodeGenAction : public clang::EmitLLVMOnlyAction {
 
  protected:
   std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance& ci, llvm::StringRef file) override {
+    ci.getPreprocessor().addPPCallbacks(std::make_unique<MacroExpansionBudget>(ci.getPreprocessor()));
     std::vector<std::unique_ptr<clang::ASTConsumer>> consumers;
     // Facts first: they must be read before code generation finishes the module.
     consumers.push_back(std::make_unique<KernelFactsConsumer>(out_, diags_, sources_));
@@ -624,7 +699,10 @@ FrontendOutput parseOnce(const std::string& source, const std::string& name, con
       "-triple", "nvptx64-nvidia-cuda", "-emit-llvm", "-x", "c++", "-std=c++17", "-O2", "-disable-llvm-passes",
       "-disable-llvm-verifier", "-fno-rtti", "-ffp-contract=on", "-fno-threadsafe-statics", "-nostdsysteminc",
       "-nobuiltininc", "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit",
-      std::to_string(options.errorLimit), "-fgnuc-version=4.2.1", "-Wno-unknown-attributes",
+      std::to_string(options.errorLimit), "-fgnuc-version=4.2.1",
+      // clang's documented nesting limit, set explicitly: without it 5,000 nested parentheses overflow the parser's
+      // stack
+      "-fbracket-depth", "256", "-Wno-unknown-attributes",
       "-Wno-ignored-attributes",
       // Metal's own pragmas (`#pragma METAL internals : enable`) and warning groups (-Wmetal-addr-spaces) mean
       // nothing to clang; they are accepted without a word, as Metal code expects.
@@ -698,6 +776,9 @@ FrontendOutput parseOnce(const std::string& source, const std::string& name, con
 
 FrontendOutput runFrontend(const std::string& source, const std::string& name, const CompileOptions& options,
                            SourceMap& sources, Diagnostics& diags) {
+  // Lets clang's deep recursions (template instantiation, constant evaluation) see how much stack is left and move to
+  // a fresh stack before it runs out, as clang's own driver does.
+  clang::noteBottomOfStack();
   std::map<std::string, std::set<size_t>, std::less<>> swizzles;
   size_t reported = diags.all().size();
   FrontendOutput out = parseOnce(source, name, options, sources, diags, swizzles);

@@ -18,6 +18,13 @@ Array Array::allocate(Dtype dtype, std::vector<int64_t> shape) {
   Array a;
   a.dtype = dtype;
   a.shape = std::move(shape);
+  // Shapes come from files and JSON: a negative extent or a size that overflows is refused, never wrapped around.
+  size_t elements = 1;
+  for (int64_t d : a.shape)
+    if (d < 0 || __builtin_mul_overflow(elements, size_t(d), &elements))
+      throw std::invalid_argument("[metal_kernel] array shape is negative or too large");
+  if (size_t bytes = 0; __builtin_mul_overflow(elements, itemSize(dtype), &bytes) || bytes > (size_t(1) << 40))
+    throw std::invalid_argument("[metal_kernel] array of " + std::to_string(elements) + " elements is too large");
   size_t bytes = std::max<size_t>(a.nbytes(), 1);
   std::shared_ptr<uint8_t[]> storage(new uint8_t[bytes]);
   a.data = storage.get();

@@ -34,7 +34,17 @@ namespace {
 // note), so the assembled text gets an absolute virtual name; diagnostics show it.
 const std::string kVirtualDir = "/metal_kernel/";
 
-constexpr char kMagic[8] = {'M', '2', 'V', 'M', 'O', 'D', '0', '1'};
+// Entry layout: magic, u64 JSON size, reflection JSON, u64 word count, SPIR-V words, SHA-256 (hex) of the JSON and
+// the words. The checksum catches what the write-to-temp + rename cannot: a file damaged after it was written.
+constexpr char kMagic[8] = {'M', '2', 'V', 'M', 'O', 'D', '0', '2'};
+constexpr size_t kChecksumChars = 64;
+
+std::string payloadChecksum(const std::string& json, const std::vector<uint32_t>& words) {
+  Sha256 sha;
+  sha.field(json);
+  sha.field(std::string_view(reinterpret_cast<const char*>(words.data()), words.size() * 4));
+  return sha.hex();
+}
 
 struct CacheState {
   std::mutex mutex;
@@ -103,7 +113,10 @@ std::optional<CompiledModule> readEntry(const fs::path& path) {
   CompiledModule m;
   m.spirv.resize(words);
   if (!in.read(reinterpret_cast<char*>(m.spirv.data()), std::streamsize(words * 4))) return std::nullopt;
+  std::string checksum(kChecksumChars, '\0');
+  if (!in.read(checksum.data(), std::streamsize(kChecksumChars))) return std::nullopt;
   if (in.peek() != std::char_traits<char>::eof()) return std::nullopt;
+  if (checksum != payloadChecksum(json, m.spirv)) return std::nullopt;
   auto r = reflectionFromJson(json);
   if (!r) return std::nullopt;
   m.reflection = std::move(*r);
@@ -127,6 +140,7 @@ bool writeEntry(const fs::path& path, const CompiledModule& m) {
     out.write(json.data(), std::streamsize(json.size()));
     out.write(reinterpret_cast<const char*>(&words), 8);
     out.write(reinterpret_cast<const char*>(m.spirv.data()), std::streamsize(words * 4));
+    out.write(payloadChecksum(json, m.spirv).data(), std::streamsize(kChecksumChars));
     out.flush();
     if (!out) {
       out.close();

@@ -47,6 +47,9 @@ Array readNpy(const std::string& path, std::optional<Dtype> asDtype) {
     in.read(reinterpret_cast<char*>(l), 4);
     headerLen = l[0] | (uint32_t(l[1]) << 8) | (uint32_t(l[2]) << 16) | (uint32_t(l[3]) << 24);
   }
+  // NumPy writes headers of a few hundred bytes; a length beyond 64 KiB is a damaged file, not a reason to allocate
+  // gigabytes (or to run the header regexes over them).
+  if (!in || headerLen > (64u << 10)) throw std::invalid_argument(path + ": bad header length");
   std::string header(headerLen, '\0');
   if (!in.read(header.data(), headerLen)) throw std::invalid_argument(path + ": truncated header");
   std::smatch m;
@@ -59,8 +62,10 @@ Array readNpy(const std::string& path, std::optional<Dtype> asDtype) {
   std::vector<int64_t> shape;
   std::string dims = m[1];
   const std::regex digits(R"(\d+)");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), digits), end; it != end; ++it)
+  for (std::sregex_iterator it(dims.begin(), dims.end(), digits), end; it != end; ++it) {
+    if (it->length() > 18) throw std::invalid_argument(path + ": dimension " + it->str() + " is too large");
     shape.push_back(std::stoll(it->str()));
+  }
   if (descr.size() < 2 || descr[0] == '>') throw std::invalid_argument(path + ": big-endian data is not supported");
   std::optional<Dtype> d = parseDtype(descr.substr(1));
   if (!d) throw std::invalid_argument(path + ": unsupported dtype '" + descr + "'");
@@ -68,6 +73,17 @@ Array readNpy(const std::string& path, std::optional<Dtype> asDtype) {
     if (itemSize(*asDtype) != itemSize(*d))
       throw std::invalid_argument(path + ": dtype " + descr + " cannot be read as " + dtypeName(*asDtype));
     d = asDtype;
+  }
+  {  // the data must be in the file before anything is allocated for it
+    size_t elements = 1, bytes = 0;
+    for (int64_t dim : shape)
+      if (__builtin_mul_overflow(elements, size_t(dim), &elements)) throw std::invalid_argument(path + ": shape too large");
+    const std::streamoff here = in.tellg();
+    in.seekg(0, std::ios::end);
+    const std::streamoff end = in.tellg();
+    in.seekg(here);
+    if (__builtin_mul_overflow(elements, itemSize(*d), &bytes) || here < 0 || uint64_t(end - here) < bytes)
+      throw std::invalid_argument(path + ": truncated data");
   }
   Array a = Array::allocate(*d, shape);
   if (a.nbytes() && !in.read(static_cast<char*>(a.mutableData()), std::streamsize(a.nbytes())))

@@ -108,6 +108,7 @@ struct StreamState {
   Stream::Stats stats;
   uint64_t dispatchSequence = 0;
   std::vector<Access> scratchAccesses;
+  std::vector<uint64_t> scratchAddresses;  // one device address per kernel buffer argument (up to Metal's 31)
 
   VkDevice vk() const { return device->vk(); }
 
@@ -364,7 +365,10 @@ struct StreamState {
     const uint32_t gridWords[3] = {grid.x, grid.y, grid.z};
     std::memcpy(push + kPushGridOffset, gridWords, sizeof gridWords);
     scratchAccesses.clear();
-    uint64_t addresses[kPushConstantLimit / 8];
+    // As many addresses as the kernel has buffer arguments: more than fit in the push block when the kernel uses an
+    // argument buffer (docs/ABI.md).
+    std::vector<uint64_t>& addresses = scratchAddresses;
+    addresses.assign(k.args.size(), 0);
     for (size_t i = 0; i < k.args.size(); ++i) {
       const KernelArg& arg = k.args[i];
       const Binding* b = arg.bufferIndex < bindings.size() ? &bindings[arg.bufferIndex] : nullptr;

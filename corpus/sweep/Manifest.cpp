@@ -62,13 +62,21 @@ bool toDouble(const std::string& s, double& v) {
   return !s.empty() && end && *end == 0;
 }
 
+// A whole number from `lo` to `hi` (a double that does not fit would convert with undefined behaviour).
+bool toWhole(const std::string& s, double lo, double hi, uint64_t& out) {
+  double d;
+  if (!toDouble(s, d) || !(d >= lo && d <= hi) || d != std::floor(d)) return false;
+  out = uint64_t(d);
+  return true;
+}
+
 bool toSize3(const std::string& s, Size3& out) {
   auto p = splitOn(s, ',');
   if (p.empty() || p.size() > 3) return false;
   uint32_t v[3] = {1, 1, 1};
   for (size_t i = 0; i < p.size(); ++i) {
-    double d;
-    if (!toDouble(p[i], d) || d < 1) return false;
+    uint64_t d;
+    if (!toWhole(p[i], 1, UINT32_MAX, d)) return false;
     v[i] = uint32_t(d);
   }
   out = {v[0], v[1], v[2]};
@@ -138,8 +146,8 @@ std::string parseCase(const Block& b, const std::string& dtype, Case& c, int& er
       if (!toSize3(w[1], c.threadgroup)) return "bad size '" + w[1] + "'";
     } else if (k == "buffer" && need(6)) {
       BufferSpec s;
-      double idx;
-      if (!toDouble(w[1], idx)) return "bad buffer index";
+      uint64_t idx;
+      if (!toWhole(w[1], 0, 30, idx)) return "bad buffer index (0 to 30)";
       s.index = uint32_t(idx);
       s.name = w[2];
       s.role = w[3];
@@ -147,10 +155,13 @@ std::string parseCase(const Block& b, const std::string& dtype, Case& c, int& er
       if (s.role != "in" && s.role != "out" && s.role != "inout" && s.role != "scratch") return "bad role '" + s.role + "'";
       if (!knownDType(s.dtype)) return "unknown dtype '" + s.dtype + "'";
       for (const std::string& d : splitOn(w[5], 'x')) {
-        double v;
-        if (!toDouble(d, v) || v < 1) return "bad shape '" + w[5] + "'";
-        s.shape.push_back(uint64_t(v));
+        uint64_t v;
+        if (!toWhole(d, 1, double(1ull << 32), v)) return "bad shape '" + w[5] + "'";
+        s.shape.push_back(v);
       }
+      uint64_t elements = 1;
+      for (uint64_t d : s.shape)
+        if (__builtin_mul_overflow(elements, d, &elements) || elements > (1ull << 34)) return "buffer too large";
       s.init = w.size() > 6 ? w[6] : "zero";
       if (w.size() > 7) s.initArgs.assign(w.begin() + 7, w.end());
       if (s.init != "rand" && s.init != "iota" && s.init != "const" && s.init != "zero" && s.init != "bits" &&
@@ -159,8 +170,8 @@ std::string parseCase(const Block& b, const std::string& dtype, Case& c, int& er
       c.buffers.push_back(s);
     } else if (k == "bytes" && need(3)) {
       BytesSpec s;
-      double idx;
-      if (!toDouble(w[1], idx)) return "bad bytes index";
+      uint64_t idx;
+      if (!toWhole(w[1], 0, 30, idx)) return "bad bytes index (0 to 30)";
       s.index = uint32_t(idx);
       for (size_t i = 2; i < w.size(); ++i) {  // NAME=DTYPE:V[,V...]
         size_t eq = w[i].find('='), colon = w[i].find(':');
@@ -177,15 +188,15 @@ std::string parseCase(const Block& b, const std::string& dtype, Case& c, int& er
       c.bytes.push_back(s);
     } else if (k == "fc" && need(5)) {
       FunctionConstantSpec f;
-      double idx;
-      if (!toDouble(w[1], idx) || !toDouble(w[4], f.value)) return "bad function constant";
+      uint64_t idx;
+      if (!toWhole(w[1], 0, 65535, idx) || !toDouble(w[4], f.value)) return "bad function constant";
       f.index = uint32_t(idx);
       f.name = w[2];
       f.dtype = w[3];
       c.constants.push_back(f);
     } else if (k == "tgmem" && need(3)) {
-      double i, n;
-      if (!toDouble(w[1], i) || !toDouble(w[2], n)) return "bad tgmem";
+      uint64_t i, n;
+      if (!toWhole(w[1], 0, 30, i) || !toWhole(w[2], 0, UINT32_MAX, n)) return "bad tgmem";
       c.tgmem.push_back({uint32_t(i), uint32_t(n)});
     } else if (k == "ref" && need(2)) {
       c.ref = w[1];

@@ -16,6 +16,10 @@ inline constexpr uint32_t kThreadgroupLengthSpecBase = 131088;
 inline constexpr uint32_t kPushConstantLimit = 128;
 inline constexpr uint32_t kPushGridOffset = 0;
 inline constexpr uint32_t kPushArgsOffset = 16;
+// Metal's limits on a kernel's signature: [[buffer(0..30)]], [[threadgroup(0..30)]], [[function_constant(0..65535)]].
+inline constexpr uint32_t kMaxBufferArguments = 31;
+inline constexpr uint32_t kMaxThreadgroupArguments = 31;
+inline constexpr uint32_t kMaxFunctionConstantIndex = 65535;
 
 enum class ParamKind { Buffer, Threadgroup, Builtin };
 

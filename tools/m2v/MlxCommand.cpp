@@ -41,6 +41,15 @@ std::vector<int64_t> shapeOf(const ojson& j, const std::string& where) {
   return s;
 }
 
+// The number of elements of a shape; refuses shapes whose size overflows or exceeds 2^36 elements.
+size_t elementCount(const std::vector<int64_t>& shape, const std::string& where) {
+  size_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, size_t(d), &n) || n > (size_t(1) << 36))
+      throw SpecError(where + ": shape too large");
+  return n;
+}
+
 // Nested lists -> shape + flat values.
 void flatten(const ojson& j, size_t depth, std::vector<int64_t>& shape, std::vector<double>& values,
              const std::string& where) {
@@ -80,15 +89,13 @@ mlx::Array makeInput(const ojson& j, size_t i, const fs::path& specDir) {
     flatten(j["data"], 0, shape, values, where);
     if (j.contains("shape")) {
       shape = shapeOf(j["shape"], where);
-      size_t n = 1;
-      for (int64_t d : shape) n *= size_t(d);
+      size_t n = elementCount(shape, where);
       if (n != values.size()) throw SpecError(where + ": shape does not match the number of values");
     }
   } else if (j.contains("random")) {
     if (!j.contains("shape")) throw SpecError(where + ": random inputs need a shape");
     shape = shapeOf(j["shape"], where);
-    size_t n = 1;
-    for (int64_t d : shape) n *= size_t(d);
+    size_t n = elementCount(shape, where);
     std::mt19937_64 gen(j.value("seed", uint64_t(i + 1)));
     std::string kind = j["random"].get<std::string>();
     double lo = j.value("low", kind == "int" ? 0.0 : 0.0), hi = j.value("high", kind == "int" ? 10.0 : 1.0);
@@ -258,6 +265,9 @@ int mlxCommand(const Args& args) {
     return 1;
   } catch (const std::invalid_argument& e) {
     std::cerr << "m2v mlx: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "m2v mlx: " << specPath << ": the inputs or outputs do not fit in memory\n";
     return 1;
   }
 }
