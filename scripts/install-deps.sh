@@ -11,4 +11,5 @@ $SUDO apt-get install -y --no-install-recommends \
   spirv-tools spirv-headers glslang-tools \
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools \
   nlohmann-json3-dev libgtest-dev libgmock-dev \
+  lld-22 libzstd-dev \
   python3 python3-dev python3-numpy python3-pytest pybind11-dev
