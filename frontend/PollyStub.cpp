@@ -5,6 +5,5 @@
 #include <llvm/Plugins/PassPlugin.h>
 
 llvm::PassPluginLibraryInfo getPollyPluginInfo() {
-  return {LLVM_PLUGIN_API_VERSION, "Polly", "none (metal2vk portable build)",
-          [](llvm::PassBuilder&) {}};
+  return {LLVM_PLUGIN_API_VERSION, "Polly", "none (metal2vk portable build)", [](llvm::PassBuilder&) {}};
 }

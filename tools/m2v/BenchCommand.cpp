@@ -28,6 +28,10 @@ double bestOf(int runs, const std::string& source, const std::string& name, size
 
 }  // namespace
 
+extern const char kBenchUsage[] = R"(bench compile FILE.metal... [--runs N]
+    Compile time per kernel file, in process, best of N runs (default 5), as a Markdown table.
+)";
+
 int benchCommand(const Args& args) {
   if (args.empty() || args[0] != "compile") return usageError("bench", "expected 'compile FILE.metal...' [--runs N]");
   int runs = 5;

@@ -11,6 +11,10 @@
 
 namespace m2v::cli {
 
+extern const char kCompileUsage[] = R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [--json] [--asm] [--ir]
+    Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json).
+)";
+
 int compileCommand(const Args& args) {
   CompileOptions options;
   std::string input, outDir;
