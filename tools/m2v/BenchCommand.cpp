@@ -28,7 +28,8 @@ double bestOf(int runs, const std::string& source, const std::string& name, size
 
 }  // namespace
 
-extern const char kBenchUsage[] = R"(bench compile FILE.metal... [--runs N]
+extern const char kBenchUsage[] =
+    R"(bench compile FILE.metal... [--runs N]
     Compile time per kernel file, in process, best of N runs (default 5), as a Markdown table.
 )";
 

@@ -11,7 +11,8 @@
 
 namespace m2v::cli {
 
-extern const char kCompileUsage[] = R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [--json] [--asm] [--ir]
+extern const char kCompileUsage[] =
+    R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [--json] [--asm] [--ir]
     Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json).
 )";
 

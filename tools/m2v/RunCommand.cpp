@@ -204,7 +204,8 @@ bool setConstant(Stream& stream, const KernelReflection& r, uint32_t index, cons
 
 }  // namespace
 
-extern const char kRunUsage[] = R"(run FILE.metal --entry NAME --grid X[,Y,Z] | --groups X[,Y,Z]  --threadgroup X[,Y,Z] --arg INDEX=SPEC...
+extern const char kRunUsage[] =
+    R"(run FILE.metal --entry NAME --grid X[,Y,Z] | --groups X[,Y,Z]  --threadgroup X[,Y,Z] --arg INDEX=SPEC...
     [--out INDEX=FILE]... [--time] [--repeat N] [--device SEL] [--fc INDEX=VALUE]... [--tgmem INDEX=BYTES]...
     [-I DIR]... [-D NAME[=VALUE]]... [--seed S]
     Compile one kernel and run it (--grid: dispatchThreads, --groups: dispatchThreadgroups). SPEC is
@@ -433,7 +434,8 @@ int runCommand(const Args& args) {
   return 0;
 }
 
-extern const char kExamplesUsage[] = R"(examples [--device SEL] [--filter SUBSTR] [--dir DIR] [--seed S]
+extern const char kExamplesUsage[] =
+    R"(examples [--device SEL] [--filter SUBSTR] [--dir DIR] [--seed S]
     Compile and run the bundled example kernels, check each against its CPU reference and print a table.
     Exit code 1 when a result does not match or a kernel fails.
 )";

@@ -124,7 +124,8 @@ corpus::Modules compileAll(const std::vector<corpus::Case>& cases, int jobs, boo
 
 }  // namespace
 
-extern const char kSweepUsage[] = R"(sweep DIR [-j N] [--device SEL] [--report PREFIX] [--filter SUBSTR] [--floor FILE] [--seed S] [--repeat N]
+extern const char kSweepUsage[] =
+    R"(sweep DIR [-j N] [--device SEL] [--report PREFIX] [--filter SUBSTR] [--floor FILE] [--seed S] [--repeat N]
       [--ceiling-gbs GBS] [--emit-modules DIR] [--compile-only] [--modules DIR]
     Compile (in parallel) and run every case of a corpus directory (corpus/kernels), check each against its CPU
     reference and report the furthest stage reached (Markdown + TSV + JSON with --report). --floor FILE fails
