@@ -21,6 +21,10 @@ CompileResult compileSource(const std::string& source, const std::string& name, 
   Diagnostics& diags = result.diagnostics;
   frontend::SourceMap sources;
   frontend::FrontendOutput fe = frontend::runFrontend(source, name, options, sources, diags);
+  if (options.syntaxOnly) {
+    result.status = diags.status();
+    return result;
+  }
   if (!fe.module) {
     if (!diags.hasErrors()) diags.error(name + ": compilation failed");
     result.status = diags.status();

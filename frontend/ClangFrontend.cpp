@@ -23,6 +23,7 @@
 #include <llvm/Support/VirtualFileSystem.h>
 
 #include <mutex>
+#include <set>
 
 #include "EmbeddedHeaders.h"
 #include "Frontend.h"
@@ -131,10 +132,12 @@ class RewritingFileSystem : public llvm::vfs::ProxyFileSystem {
  private:
   const std::string* rewrite(const std::string& path) {
     if (const RewrittenSource* r = sources_.rewritten(path)) return &r->text;
-    auto buf = ProxyFileSystem::getBufferForFile(path);
+    // Read through the underlying file system: our own getBufferForFile would come back here through
+    // openFileForRead.
+    auto buf = getUnderlyingFS().getBufferForFile(path);
     if (!buf) return nullptr;
     std::string original = (*buf)->getBuffer().str();
-    RewrittenSource rw = rewriteMetalSource(original);
+    RewrittenSource rw = rewriteMetalSource(original, &sources_.rewriteContext());
     sources_.add(path, std::move(original), std::move(rw));
     return &sources_.rewritten(path)->text;
   }
@@ -222,7 +225,8 @@ const char* addressSpaceName(clang::LangAS as) {
 // Metal's spelling of a type: address spaces by name, our vector typedefs by their Metal names.
 std::string metalTypeName(clang::QualType t, const clang::PrintingPolicy& pp) {
   std::string quals;
-  if (t.isConstQualified()) quals += "const ";
+  // (`constant` implies const: Metal does not spell it)
+  if (t.isConstQualified() && t.getAddressSpace() != clang::getLangASFromTargetAS(4)) quals += "const ";
   if (t.isVolatileQualified()) quals += "volatile ";
   if (t.getAddressSpace() != clang::LangAS::Default) quals += std::string(addressSpaceName(t.getAddressSpace())) + " ";
   clang::QualType bare = t.getUnqualifiedType();
@@ -433,6 +437,23 @@ class MetalCodeGenAction : public clang::EmitLLVMOnlyAction {
   const SourceMap& sources_;
 };
 
+// -fsyntax-only: the AST and the kernel facts checks, no code generation.
+class KernelFactsAction : public clang::ASTFrontendAction {
+ public:
+  KernelFactsAction(FrontendOutput& out, Diagnostics& diags, const SourceMap& sources)
+      : out_(out), diags_(diags), sources_(sources) {}
+
+ protected:
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance&, llvm::StringRef) override {
+    return std::make_unique<KernelFactsConsumer>(out_, diags_, sources_);
+  }
+
+ private:
+  FrontendOutput& out_;
+  Diagnostics& diags_;
+  const SourceMap& sources_;
+};
+
 llvm::IntrusiveRefCntPtr<llvm::vfs::InMemoryFileSystem> stdlibFileSystem() {
   auto fs = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
   for (const EmbeddedFile& f : embeddedHeaders())
@@ -465,6 +486,30 @@ void stripAnnotations(llvm::Module& m) {
     if (g.getName().starts_with(".str") && g.use_empty()) g.eraseFromParent();
 }
 
+// Reads every file `text` includes, transitively, and adds what they declare to the rewrite context: clang opens a
+// header only after the file that includes it was rewritten, and a header's vector aliases and macros matter to
+// that file too (MLX's fft.h declares function constants with steel/defines.h's STEEL_CONST).
+void collectIncludedContext(const std::string& path, std::string_view text, const std::vector<std::string>& includeDirs,
+                            RewriteContext& context, std::set<std::string>& visited) {
+  for (const auto& [name, quoted] : includeDirectives(text)) {
+    std::vector<std::string> candidates;
+    if (quoted) candidates.push_back((llvm::sys::path::parent_path(path) + "/" + name).str());
+    for (const std::string& dir : includeDirs) candidates.push_back(dir + "/" + name);
+    for (const std::string& c : candidates) {
+      llvm::SmallString<256> real(c);
+      llvm::sys::path::remove_dots(real, true);
+      if (!llvm::sys::fs::is_regular_file(real)) continue;
+      if (!visited.insert(real.str().str()).second) break;
+      auto buf = llvm::MemoryBuffer::getFile(real, /*IsText=*/true);
+      if (!buf) break;
+      std::string_view header = (*buf)->getBuffer();
+      collectRewriteContext(header, context);
+      collectIncludedContext(real.str().str(), header, includeDirs, context, visited);
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 FrontendOutput runFrontend(const std::string& source, const std::string& name, const CompileOptions& options,
@@ -478,7 +523,11 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   llvm::sys::fs::make_absolute(absolute);
   std::string mainPath = absolute.str().str();
   sources.setDisplayName(mainPath, name);
-  sources.add(mainPath, source, rewriteMetalSource(source));
+  {
+    std::set<std::string> visited{mainPath};
+    collectIncludedContext(mainPath, source, options.includeDirs, sources.rewriteContext(), visited);
+  }
+  sources.add(mainPath, source, rewriteMetalSource(source, &sources.rewriteContext()));
 
   auto overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(
       llvm::makeIntrusiveRefCnt<RewritingFileSystem>(llvm::vfs::getRealFileSystem(), sources));
@@ -490,14 +539,27 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   std::vector<std::string> args = {
       "-triple", "nvptx64-nvidia-cuda", "-emit-llvm", "-x", "c++", "-std=c++17", "-O2", "-disable-llvm-passes",
       "-disable-llvm-verifier", "-fno-rtti", "-ffp-contract=on", "-fno-threadsafe-statics", "-nostdsysteminc",
-      "-nobuiltininc", "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit", "20",
-      "-fgnuc-version=4.2.1", "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-D__METAL_VERSION__=320",
-      "-D__METAL__=1", "-D__HAVE_NATIVE_BFLOAT__=1", "-D__METAL2VK__=1", "-I", std::string(kStdlibRoot),
-      // Metal's keywords and scalar types exist without any #include.
-      "-include", "__m2v/base.h"};
+      "-nobuiltininc", "-nostdinc++", "-debug-info-kind=line-tables-only", "-dwarf-version=5", "-ferror-limit",
+      std::to_string(options.errorLimit), "-fgnuc-version=4.2.1", "-Wno-unknown-attributes",
+      "-Wno-ignored-attributes",
+      // Metal's own pragmas (`#pragma METAL internals : enable`) and warning groups (-Wmetal-addr-spaces) mean
+      // nothing to clang; they are accepted without a word, as Metal code expects.
+      "-Wno-unknown-pragmas", "-Wno-unknown-warning-option", "-Wno-duplicate-decl-specifier", "-Wno-c++20-extensions", "-Wno-c++17-extensions",
+      "-D__METAL_VERSION__=" + std::to_string(options.metalVersion), "-D__METAL__=1", "-D__HAVE_NATIVE_BFLOAT__=1",
+      "-D__HAVE_BFLOAT__=1", "-D__METAL2VK__=1",
+      // Metal has no double: an unsuffixed floating literal is a float.
+      "-cl-single-precision-constant"};
+  if (options.fastMath) args.push_back("-D__M2V_FAST_MATH__=1");
+  // User warning flags first, so that the switches below (which keep our rewriting quiet) win.
+  for (const std::string& w : options.warnings) args.push_back(w);
+  // Our headers are system headers: user -W flags do not reach into them.
+  args.insert(args.end(), {"-isystem", std::string(kStdlibRoot),
+                           // Metal's keywords and scalar types exist without any #include.
+                           "-include", "__m2v/base.h"});
+  // Quoted includes are looked up next to the including file first (clang's rule), then in -I directories.
   std::string dir = llvm::sys::path::parent_path(mainPath).str();
-  if (!dir.empty()) args.insert(args.end(), {"-I", dir});
   for (const std::string& inc : options.includeDirs) args.insert(args.end(), {"-I", inc});
+  if (!dir.empty()) args.insert(args.end(), {"-iquote", dir});
   for (const auto& [k, v] : options.defines) args.push_back("-D" + k + (v.empty() ? "" : "=" + v));
   args.push_back(mainPath);
 
@@ -521,6 +583,11 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   ci.createDiagnostics(forwarder.get(), false);
   ci.createFileManager();
 
+  if (options.syntaxOnly) {
+    KernelFactsAction facts(out, diags, sources);
+    ci.ExecuteAction(facts);
+    return out;
+  }
   MetalCodeGenAction action(out.context.get(), out, diags, sources);
   bool ok = ci.ExecuteAction(action);
   if (!ok || ci.getDiagnostics().hasErrorOccurred() || diags.hasErrors()) return out;

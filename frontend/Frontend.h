@@ -50,6 +50,8 @@ class SourceMap {
   const RewrittenSource* rewritten(const std::string& path) const;
   // Diagnostics for `path` name it `shown` (the main file as the user named it).
   void setDisplayName(const std::string& path, const std::string& shown);
+  // Shared by the rewriting of every file of the translation unit, in the order they are read.
+  RewriteContext& rewriteContext() { return context_; }
 
  private:
   struct File {
@@ -58,6 +60,7 @@ class SourceMap {
   };
   std::map<std::string, File> files_;
   std::map<std::string, std::string> displayNames_;
+  RewriteContext context_;
 };
 
 struct FrontendOutput {

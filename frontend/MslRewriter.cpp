@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <optional>
+#include <set>
 
 namespace m2v::frontend {
 namespace {
@@ -126,20 +127,47 @@ bool isUnsupportedAttribute(std::string_view n) {
   return std::find(kUnsupportedAttributes.begin(), kUnsupportedAttributes.end(), n) != kUnsupportedAttributes.end();
 }
 
+// C++ spellings of types that `static_cast` handles as Metal does (no rewrite needed).
+bool isBuiltinTypeKeyword(std::string_view n) {
+  static constexpr std::array<std::string_view, 22> names = {
+      "bool",  "char",   "uchar", "short",  "ushort", "int",     "uint",    "long",     "ulong",    "float", "double",
+      "void",  "size_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
+      "unsigned"};
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
 class Rewriter {
  public:
-  explicit Rewriter(std::string_view src) : src_(src), toks_(lex(src)) {}
+  Rewriter(std::string_view src, RewriteContext& context) : src_(src), toks_(lex(src)), context_(context) {}
+
+  void collect() {
+    collectVectorAliases();
+    collectStorageMacros();
+  }
 
   RewrittenSource run() {
+    collect();
     int braceDepth = 0, parenDepth = 0;
     for (size_t i = 0; i < toks_.size(); ++i) {
       const Token& t = toks_[i];
       if (t.kind == TokKind::Punct) {
-        if (t.text == "{") ++braceDepth;
-        if (t.text == "}") braceDepth = std::max(0, braceDepth - 1);
+        if (t.text == "{") {
+          ++braceDepth;
+          codeScopes_.push_back(inCode() || opensFunctionBody(i));
+          scopes_.push_back(i);
+        }
+        if (t.text == "}") {
+          braceDepth = std::max(0, braceDepth - 1);
+          if (!scopes_.empty()) scopes_.pop_back();
+          if (!codeScopes_.empty()) codeScopes_.pop_back();
+        }
         if (t.text == "(") ++parenDepth;
         if (t.text == ")") parenDepth = std::max(0, parenDepth - 1);
-        if (t.text == "[[") {
+        if (t.text == "?") {
+          wrapConditionalOperands(i);
+        } else if (t.text == "{" && parenDepth > 0 && i > 0 && (toks_[i - 1].text == "(" || toks_[i - 1].text == ",")) {
+          rewriteBracedArgument(i);
+        } else if (t.text == "[[") {
           if (auto end = rewriteAttributeList(i, parenDepth > 0)) i = *end;
         } else if (t.text == "[" && parenDepth > 0) {
           if (auto end = rewriteArrayParameter(i)) i = *end;
@@ -165,22 +193,44 @@ class Rewriter {
         addEmptyInitializers(i + 1);
       } else if ((t.text == "device" || t.text == "constant" || t.text == "threadgroup" || t.text == "thread") &&
                  isMethodQualifier(i)) {
+        if (auto end = removeAddressSpaceOverload(i)) {
+          i = *end;
+          continue;
+        }
         replace(t.begin, t.end, std::string(t.end - t.begin, ' '));
-      } else if (isMetalVectorTypeName(t.text) && next(i, "(") && !prev(i, ".") && !prev(i, "->")) {
+      } else if (t.text == "coherent" && next(i, "(") && i + 3 < toks_.size() && toks_[i + 3].text == ")") {
+        // Metal 3.2's `coherent(device|system)`: writes become visible across threadgroups (or to the host) without
+        // a barrier; a volatile access is the closest C++ has.
+        replace(t.begin, toks_[i + 3].end,
+                prev(i, "volatile") ? std::string(toks_[i + 3].end - t.begin, ' ') : std::string("volatile"));
+        i += 3;
+      } else if (isVectorType(t.text) && braceDepth > 0 && i + 2 < toks_.size() &&
+                 toks_[i + 1].kind == TokKind::Identifier && toks_[i + 2].text == "(" && inCode() &&
+                 !prev(i, ".") && !prev(i, "->") && !prev(i, "::")) {
+        // `int2 offsets(0, row);` in a function body: a vector variable initialized by a constructor
+        std::string_view type = src_.substr(t.begin, t.end - t.begin);
+        replace(toks_[i + 2].begin, toks_[i + 2].end, " = __m2v::vec_ctor<" + std::string(type) + ">(");
+        i += 2;
+        ++parenDepth;
+      } else if (isVectorType(t.text) && next(i, "(") && !prev(i, ".") && !prev(i, "->") && !prev(i, "operator") &&
+                 !prev(i, "using") && !prev(i, "typedef")) {
         size_t b = t.begin;
         if (i >= 2 && toks_[i - 1].text == "::" && toks_[i - 2].text == "metal") b = toks_[i - 2].begin;
         replace(b, toks_[i + 1].end, "__m2v::vec_ctor<" + std::string(src_.substr(b, t.end - b)) + ">(");
         ++i;
       } else if ((t.text == "half" || t.text == "bfloat") && next(i, "(") && !prev(i, ".") && !prev(i, "->") &&
-                 !prev(i, "::")) {
+                 !prev(i, "::") && !prev(i, "operator")) {
         // half <-> bfloat conversions, which C++ only allows through float.
         replace(t.begin, toks_[i + 1].end, "__m2v::scalar_cast<" + std::string(t.text) + ">(");
         ++i;
       } else if (t.text == "vec" && next(i, "<")) {
         size_t close = matchAngle(i + 1);
-        if (close && close + 1 < toks_.size() && toks_[close + 1].text == "(" && !prev(i, "::")) {
-          replace(t.begin, toks_[close + 1].end,
-                  "__m2v::vec_ctor<" + std::string(src_.substr(t.begin, toks_[close].end - t.begin)) + ">(");
+        bool metalQualified = i >= 2 && toks_[i - 1].text == "::" && toks_[i - 2].text == "metal";
+        if (close && close + 1 < toks_.size() && toks_[close + 1].text == "(" && (!prev(i, "::") || metalQualified) &&
+            !prev(i, "operator")) {
+          size_t b = metalQualified ? toks_[i - 2].begin : t.begin;
+          replace(b, toks_[close + 1].end,
+                  "__m2v::vec_ctor<" + std::string(src_.substr(b, toks_[close].end - b)) + ">(");
           i = close + 1;
         }
       } else if (t.text == "static_cast" && next(i, "<")) {
@@ -190,9 +240,13 @@ class Rewriter {
         bool vectorTarget = (close == i + 3 && isMetalVectorTypeName(toks_[i + 2].text)) ||
                             (toks_[i + 2].text == "vec" && toks_[i + 3].text == "<");
         bool halfTarget = close == i + 3 && (toks_[i + 2].text == "half" || toks_[i + 2].text == "bfloat");
-        if (vectorTarget || halfTarget) {
-          replace(t.begin, toks_[close + 1].end,
-                  std::string(vectorTarget ? "__m2v::vec_ctor<" : "__m2v::scalar_cast<") + std::string(inner) + ">(");
+        // A single name that is no C++ type keyword may be a template parameter standing for half, bfloat or a
+        // vector: Metal converts those where C++ rejects or bit-casts.
+        bool nameTarget = close == i + 3 && toks_[i + 2].kind == TokKind::Identifier &&
+                          !isBuiltinTypeKeyword(toks_[i + 2].text);
+        if (vectorTarget || halfTarget || nameTarget) {
+          const char* helper = vectorTarget ? "__m2v::vec_ctor<" : halfTarget ? "__m2v::scalar_cast<" : "__m2v::static_cast_<";
+          replace(t.begin, toks_[close + 1].end, std::string(helper) + std::string(inner) + ">(");
           i = close + 1;
         }
       }
@@ -201,6 +255,223 @@ class Rewriter {
   }
 
  private:
+  // Inside a function body (statements), as opposed to a namespace or class body.
+  bool inCode() const { return !codeScopes_.empty() && codeScopes_.back(); }
+  // `{` after a parameter list and its qualifiers, or after a constructor's member initializers.
+  bool opensFunctionBody(size_t open) const {
+    size_t k = open;
+    while (k > 0) {
+      std::string_view w = toks_[k - 1].text;
+      if (w == "const" || w == "noexcept" || w == "mutable" || w == "override" || w == "final" || isAddressSpace(w) ||
+          w == "volatile")
+        --k;
+      else
+        break;
+    }
+    if (k == 0) return false;
+    std::string_view w = toks_[k - 1].text;
+    if (w == ")") return true;
+    // `: a(x), b{y} {`: the last initializer closes with `)` (handled above) or `}`
+    return false;
+  }
+
+  // `c ? a : b` -> `c ? __m2v::value(a) : __m2v::value(b)` (see __m2v/casts.h), except where the conditional is a
+  // statement of its own (its operands may be void calls).
+  void wrapConditionalOperands(size_t q) {
+    // the start of the first operand: at depth 0, back to `;`, `{`, `}` (a statement) or anything else that
+    // starts an expression
+    int depth = 0;
+    bool statement = false;
+    for (size_t k = q; k > 0; --k) {
+      std::string_view w = toks_[k - 1].text;
+      if (w == ")" || w == "]") ++depth;
+      if (w == "(" || w == "[") {
+        if (depth == 0) break;
+        --depth;
+      }
+      if (depth > 0) continue;
+      if (w == ";" || w == "{" || w == "}") {
+        statement = true;
+        break;
+      }
+      if (w == "=" || w == "return" || w == "," || w == "?" || w == ":" || w == "+=" || w == "-=") break;
+    }
+    if (statement) return;
+    // the second operand runs to the matching `:`; the third to the end of the conditional
+    size_t colon = 0;
+    int nested = 0, angle = 0;
+    depth = 0;
+    for (size_t k = q + 1; k < toks_.size(); ++k) {
+      std::string_view w = toks_[k].text;
+      if (w == "(" || w == "[" || w == "{") ++depth;
+      if (w == ")" || w == "]" || w == "}") {
+        if (depth == 0) return;
+        --depth;
+      }
+      if (depth > 0) continue;
+      if (w == "<") ++angle;
+      // a `>` that closes nothing here may end a template argument list: leave the conditional alone
+      if (w == ">" && angle-- == 0) return;
+      if (w == ";") return;
+      if (w == "?") ++nested;
+      if (w == ":") {
+        if (nested == 0) {
+          colon = k;
+          break;
+        }
+        --nested;
+      }
+    }
+    if (colon == 0 || colon == q + 1) return;
+    size_t end = colon + 1;
+    depth = 0;
+    nested = 0;
+    angle = 0;
+    for (; end < toks_.size(); ++end) {
+      std::string_view w = toks_[end].text;
+      if (w == "(" || w == "[" || w == "{") ++depth;
+      if (w == ")" || w == "]" || w == "}") {
+        if (depth == 0) break;
+        --depth;
+      }
+      if (depth > 0) continue;
+      if (w == "<") ++angle;
+      if (w == ">" && angle-- == 0) return;
+      if (w == ";" || (w == "," && angle == 0)) break;
+      if (w == "?") ++nested;
+      if (w == ":") {
+        if (nested == 0) break;
+        --nested;
+      }
+    }
+    if (end == colon + 1 || end >= toks_.size()) return;
+    wrapValue(q + 1, colon - 1);
+    wrapValue(colon + 1, end - 1);
+  }
+
+  void wrapValue(size_t first, size_t last) {
+    if (first == last && toks_[first].kind == TokKind::Number) return;  // a literal is a value already
+    replace(toks_[first].begin, toks_[first].begin, "__m2v::value(");
+    replace(toks_[last].end, toks_[last].end, ")");
+  }
+
+  // A function constant gets its value when the pipeline is made: it is neither `constexpr` nor `const` to clang
+  // (whose constant folding would otherwise use a value it does not have), and it lives in the constant address
+  // space without the const that `constant` implies elsewhere. `attr` is the `[[` of its attribute.
+  void rewriteFunctionConstantStorage(size_t attr) {
+    size_t begin = attr;
+    while (begin > 0 && toks_[begin - 1].text != ";" && toks_[begin - 1].text != "{" && toks_[begin - 1].text != "}")
+      --begin;
+    auto storage = [](std::string_view w) -> std::optional<std::string> {
+      if (w == "constexpr" || w == "const") return "";
+      if (w == "constant") return "__M2V_CONSTANT_SPACE";
+      return std::nullopt;
+    };
+    for (size_t k = begin; k < attr; ++k) {
+      std::string_view w = toks_[k].text;
+      if (auto r = storage(w)) {
+        replace(toks_[k].begin, toks_[k].end, *r);
+      } else if (auto m = context_.storageMacros.find(w); m != context_.storageMacros.end()) {
+        std::string expansion;
+        for (const Token& b : lex(m->second)) expansion += storage(b.text).value_or(std::string(b.text)) + " ";
+        replace(toks_[k].begin, toks_[k].end, expansion);
+      }
+    }
+  }
+
+  // `#define NAME body` with `constant`, `constexpr` or `const` in the body, and no parameters.
+  void collectStorageMacros() {
+    for (size_t k = 0; k + 2 < toks_.size(); ++k) {
+      if (toks_[k].text != "#" || toks_[k + 1].text != "define" || toks_[k + 2].kind != TokKind::Identifier) continue;
+      size_t nameEnd = toks_[k + 2].end;
+      if (nameEnd < src_.size() && src_[nameEnd] == '(') continue;
+      size_t lineEnd = nameEnd;
+      while (lineEnd < src_.size() && !(src_[lineEnd] == '\n' && src_[lineEnd - 1] != '\\')) ++lineEnd;
+      std::string body;
+      bool storage = false;
+      for (size_t b = k + 3; b < toks_.size() && toks_[b].begin < lineEnd; ++b) {
+        storage |= toks_[b].text == "constant" || toks_[b].text == "constexpr" || toks_[b].text == "const";
+        body += std::string(toks_[b].text) + " ";
+      }
+      if (storage) context_.storageMacros[std::string(toks_[k + 2].text)] = body;
+    }
+  }
+
+  bool isVectorType(std::string_view name) const {
+    return isMetalVectorTypeName(name) || context_.vectorAliases.count(name) > 0;
+  }
+
+  // `using NAME = float2;`, `using NAME = vec<T, 2>;`, `typedef metal::half4 NAME;` (also aliases of aliases).
+  void collectVectorAliases() {
+    auto vectorTypeAt = [&](size_t k, size_t& after) {
+      if (k + 1 < toks_.size() && toks_[k].text == "const") ++k;
+      if (k + 2 < toks_.size() && toks_[k].text == "metal" && toks_[k + 1].text == "::") k += 2;
+      if (k >= toks_.size()) return false;
+      if (toks_[k].text == "vec" && k + 1 < toks_.size() && toks_[k + 1].text == "<") {
+        size_t close = matchAngle(k + 1);
+        if (!close) return false;
+        after = close + 1;
+        return true;
+      }
+      after = k + 1;
+      return isVectorType(toks_[k].text);
+    };
+    for (size_t k = 0; k + 3 < toks_.size(); ++k) {
+      size_t after = 0;
+      if (toks_[k].text == "using" && toks_[k + 1].kind == TokKind::Identifier && toks_[k + 2].text == "=" &&
+          vectorTypeAt(k + 3, after) && after < toks_.size() && toks_[after].text == ";")
+        context_.vectorAliases.insert(std::string(toks_[k + 1].text));
+      if (toks_[k].text == "typedef" && vectorTypeAt(k + 1, after) && after + 1 < toks_.size() &&
+          toks_[after].kind == TokKind::Identifier && toks_[after + 1].text == ";")
+        context_.vectorAliases.insert(std::string(toks_[after].text));
+    }
+  }
+
+  // `f(x, {a, b, c})`: a braced list of 2 to 4 values as a call argument becomes `__m2v::braced(a, b, c)`, which
+  // converts to a vector (C++ cannot list-initialize a vector parameter) or to what the list initializes.
+  void rewriteBracedArgument(size_t open) {
+    if (open < 2) return;
+    // the `(` must open a call: after a name, a template argument list, `)` or `]`
+    size_t paren = open - 1;
+    if (toks_[paren].text == ",") {
+      int depth = 0;
+      while (paren > 0) {
+        --paren;
+        std::string_view w = toks_[paren].text;
+        if (w == ")" || w == "]" || w == "}") ++depth;
+        if (w == "(" || w == "[" || w == "{") {
+          if (depth == 0) break;
+          --depth;
+        }
+        if (depth == 0 && w == ";") return;
+      }
+      if (toks_[paren].text != "(") return;
+    }
+    if (paren == 0) return;
+    std::string_view callee = toks_[paren - 1].text;
+    if (toks_[paren - 1].kind != TokKind::Identifier && callee != ">" && callee != ")" && callee != "]") return;
+    if (callee == "if" || callee == "while" || callee == "for" || callee == "switch" || callee == "return" ||
+        callee == "sizeof" || callee == "decltype") return;
+    int depth = 0, commas = 0;
+    size_t close = open;
+    for (size_t k = open; k < toks_.size(); ++k) {
+      std::string_view w = toks_[k].text;
+      if (w == "(" || w == "[" || w == "{") ++depth;
+      if (w == ")" || w == "]" || w == "}") {
+        if (--depth == 0) {
+          close = k;
+          break;
+        }
+      }
+      if (depth == 1 && w == ",") ++commas;
+      if (w == ";" || (depth == 1 && (w == "." || w == "=") && k == open + 1)) return;  // a block or designators
+    }
+    if (close == open || commas < 1 || commas > 3 || toks_[close - 1].text == ",") return;
+    if (close + 1 >= toks_.size() || (toks_[close + 1].text != "," && toks_[close + 1].text != ")")) return;
+    replace(toks_[open].begin, toks_[open].end, "__m2v::braced(");
+    replace(toks_[close].begin, toks_[close].end, ")");
+  }
+
   bool next(size_t i, std::string_view text) const { return i + 1 < toks_.size() && toks_[i + 1].text == text; }
   bool prev(size_t i, std::string_view text) const { return i > 0 && toks_[i - 1].text == text; }
 
@@ -276,7 +547,107 @@ class Rewriter {
     if (i + 1 >= toks_.size()) return false;
     std::string_view n = toks_[i + 1].text;
     return n == "{" || n == ";" || n == "const" || n == "volatile" || n == "noexcept" || n == "->" || n == "=" ||
-           n == "&" || n == "override";
+           n == "&" || n == "override" || n == ":" || isAddressSpace(n);
+  }
+
+  static bool isAddressSpace(std::string_view w) {
+    return w == "device" || w == "constant" || w == "threadgroup" || w == "thread";
+  }
+
+  // Metal overloads methods and constructors on the address space of `this` (`T get() device` beside
+  // `T get() threadgroup`). Here every object is reached through one generic `this`, so the qualifier goes and the
+  // first declaration of each signature in a class serves every address space; later ones that differ only in the
+  // qualifier are removed (their lines stay, empty). `q` is an address-space qualifier after a parameter list.
+  // Returns the last token of a removed declaration.
+  std::optional<size_t> removeAddressSpaceOverload(size_t q) {
+    if (scopes_.empty()) return std::nullopt;  // a free function: nothing to collide with
+    // The declaration's first token: after the previous `;`, `{`, `}` or access specifier of this scope.
+    size_t begin = q;
+    int depth = 0;
+    while (begin > 0) {
+      std::string_view w = toks_[begin - 1].text;
+      if (w == ")" || w == "]" || w == "]]") ++depth;
+      if (w == "(" || w == "[" || w == "[[") {
+        if (depth == 0) return std::nullopt;
+        --depth;
+      }
+      if (depth == 0 && (w == ";" || w == "{" || w == "}")) break;
+      if (depth == 0 && w == ":" && begin >= 2 &&
+          (toks_[begin - 2].text == "public" || toks_[begin - 2].text == "private" ||
+           toks_[begin - 2].text == "protected"))
+        break;
+      --begin;
+    }
+    // The end of the declarator: the qualifiers that follow, up to the body, initializers, `= default` or `;`.
+    size_t j = q;
+    std::string key;
+    for (size_t k = begin; k < toks_.size(); ++k) {
+      std::string_view w = toks_[k].text;
+      if (k > q && (w == "{" || w == ";" || w == ":" || w == "=")) {
+        j = k;
+        break;
+      }
+      if (k >= q && isAddressSpace(w)) continue;
+      key += std::string(w) + " ";
+    }
+    if (j == q) return std::nullopt;
+    std::optional<size_t> end = declarationEnd(j);
+    if (!end) return std::nullopt;
+    bool seen = !seenMethods_.insert({scopes_.back(), key}).second;
+    if (!seen) return std::nullopt;  // the first of its kind: keep it (the caller drops the qualifier)
+    replace(toks_[begin].begin, toks_[*end].end,
+            linesOf(toks_[begin].begin, toks_[*end].end));
+    return *end;
+  }
+
+  // From the token after a declarator (`{`, `;`, `:` of a constructor's initializers, `=` of `= default`), the last
+  // token of the declaration.
+  std::optional<size_t> declarationEnd(size_t j) const {
+    auto closing = [&](size_t open) -> std::optional<size_t> {
+      std::string_view o = toks_[open].text, c = o == "(" ? ")" : o == "{" ? "}" : "]";
+      int d = 0;
+      for (size_t k = open; k < toks_.size(); ++k) {
+        if (toks_[k].text == o) ++d;
+        if (toks_[k].text == c && --d == 0) return k;
+      }
+      return std::nullopt;
+    };
+    std::string_view w = toks_[j].text;
+    if (w == ";") return j;
+    if (w == "=") {
+      for (size_t k = j; k < toks_.size(); ++k)
+        if (toks_[k].text == ";") return k;
+      return std::nullopt;
+    }
+    if (w == ":") {  // member initializers: name(...) or name{...}, separated by commas, then the body
+      size_t k = j + 1;
+      while (k < toks_.size()) {
+        while (k < toks_.size() && toks_[k].text != "(" && toks_[k].text != "{") ++k;
+        if (k >= toks_.size()) return std::nullopt;
+        auto c = closing(k);
+        if (!c) return std::nullopt;
+        k = *c + 1;
+        if (k < toks_.size() && toks_[k].text == ",") {
+          ++k;
+          continue;
+        }
+        break;
+      }
+      if (k >= toks_.size() || toks_[k].text != "{") return std::nullopt;
+      j = k;
+    }
+    return closing(j);
+  }
+
+  // The line breaks of a source range (with their line continuations), so that removing it keeps every line.
+  std::string linesOf(size_t begin, size_t end) const {
+    std::string out;
+    for (size_t k = begin; k < end; ++k) {
+      if (src_[k] != '\n') continue;
+      if (k > begin && src_[k - 1] == '\\') out += '\\';
+      out += '\n';
+    }
+    return out;
   }
 
   size_t matchAngle(size_t open) const {
@@ -350,8 +721,10 @@ class Rewriter {
       } else if (n == "function_constant" && a.hasArgs) {
         if (inParens)  // on a parameter: the name of a bool function constant that guards it
           annotations.push_back("annotate(\"m2v.function_constant_ref\", \"" + trim(arg) + "\")");
-        else
+        else {
           annotations.push_back("annotate(\"m2v.function_constant\", " + arg + ")");
+          rewriteFunctionConstantStorage(open);
+        }
       } else if (n == "max_total_threads_per_threadgroup" && a.hasArgs) {
         annotations.push_back("annotate(\"m2v.max_total_threads_per_threadgroup\", " + arg + ")");
       } else if (isBuiltinAttribute(n)) {
@@ -376,8 +749,12 @@ class Rewriter {
       out += "]]";
     }
     // Keep the line structure: one newline in the replacement for each one the attribute list spanned.
-    size_t newlines = std::count(src_.begin() + toks_[open].begin, src_.begin() + closeEnd, '\n');
-    out.append(newlines, '\n');
+    // (inside a #define the line continuations come along; the argument text may carry some of them already)
+    std::string lines = linesOf(toks_[open].begin, closeEnd);
+    size_t have = std::count(out.begin(), out.end(), '\n'), skip = 0;
+    for (size_t n = 0; n < have && skip < lines.size(); ++skip)
+      if (lines[skip] == '\n') ++n;
+    out += lines.substr(skip);
     replace(toks_[open].begin, closeEnd, out);
     return closeIdx;
   }
@@ -392,7 +769,14 @@ class Rewriter {
   void replace(size_t begin, size_t end, std::string text) { pending_.push_back({begin, end, std::move(text)}); }
 
   RewrittenSource finish() {
-    std::stable_sort(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+    // At one position insertions come first, then the larger edit wins (a removed declaration over a rewrite
+    // inside it).
+    std::stable_sort(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
+      if (a.begin != b.begin) return a.begin < b.begin;
+      bool ai = a.begin == a.end, bi = b.begin == b.end;
+      if (ai != bi) return ai;
+      return a.end > b.end;
+    });
     RewrittenSource out;
     size_t pos = 0;
     for (const PendingEdit& e : pending_) {
@@ -414,6 +798,10 @@ class Rewriter {
   std::string_view src_;
   std::vector<Token> toks_;
   std::vector<PendingEdit> pending_;
+  RewriteContext& context_;
+  std::vector<size_t> scopes_;                              // the `{` of each enclosing brace scope
+  std::vector<bool> codeScopes_;                            // whether each enclosing brace scope holds statements
+  std::set<std::pair<size_t, std::string>> seenMethods_;  // (scope, signature) of address-space-qualified methods
 };
 
 }  // namespace
@@ -438,6 +826,30 @@ size_t RewrittenSource::originalOffset(size_t off) const {
   return off - e.rewrittenEnd + e.originalEnd;
 }
 
-RewrittenSource rewriteMetalSource(std::string_view source) { return Rewriter(source).run(); }
+void collectRewriteContext(std::string_view source, RewriteContext& context) {
+  Rewriter(source, context).collect();
+}
+
+std::vector<std::pair<std::string, bool>> includeDirectives(std::string_view s) {
+  std::vector<std::pair<std::string, bool>> out;
+  std::vector<Token> toks = lex(s);
+  for (size_t k = 0; k + 2 < toks.size(); ++k) {
+    if (toks[k].text != "#" || toks[k + 1].text != "include") continue;
+    if (toks[k + 2].kind == TokKind::String && toks[k + 2].text.size() >= 2 && toks[k + 2].text[0] == '"') {
+      out.push_back({std::string(toks[k + 2].text.substr(1, toks[k + 2].text.size() - 2)), true});
+    } else if (toks[k + 2].text == "<") {
+      size_t close = s.find('>', toks[k + 2].end);
+      size_t eol = s.find('\n', toks[k + 2].end);
+      if (close != std::string_view::npos && close < eol)
+        out.push_back({std::string(s.substr(toks[k + 2].end, close - toks[k + 2].end)), false});
+    }
+  }
+  return out;
+}
+
+RewrittenSource rewriteMetalSource(std::string_view source, RewriteContext* context) {
+  RewriteContext local;
+  return Rewriter(source, context ? *context : local).run();
+}
 
 }  // namespace m2v::frontend

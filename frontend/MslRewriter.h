@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,8 +28,26 @@ class RewrittenSource {
   std::vector<Edit> edits;  // sorted, non-overlapping
 };
 
-// `isVectorTypeName` decides what counts as a vector type for constructor rewriting (float4, half2, ...).
-RewrittenSource rewriteMetalSource(std::string_view source);
+// What the files of one translation unit tell the rewriting of the files after them.
+struct RewriteContext {
+  // Names declared as aliases of vector types (`using complex_T = vec<T, 2>;`, `typedef float2 cplx;`): their
+  // functional casts `complex_T(a, b)` are vector constructors too.
+  std::set<std::string, std::less<>> vectorAliases;
+  // Object-like macros whose body declares storage (`#define STEEL_CONST static constant constexpr const`): a
+  // function constant declared through one is rewritten from the macro's body.
+  std::map<std::string, std::string, std::less<>> storageMacros;
+};
+
+// Rewrites one file. Vector aliases declared in it are added to `context` (when given) before the rewrite, so
+// they count in the whole file and in every file rewritten after it.
+RewrittenSource rewriteMetalSource(std::string_view source, RewriteContext* context = nullptr);
+
+// Adds what `source` declares to `context` without rewriting it (for the headers a file includes, which clang
+// opens only after the file itself is rewritten).
+void collectRewriteContext(std::string_view source, RewriteContext& context);
+
+// The targets of `source`'s #include directives, in order, with whether each was quoted ("...") or angled (<...>).
+std::vector<std::pair<std::string, bool>> includeDirectives(std::string_view source);
 
 bool isMetalVectorTypeName(std::string_view name);
 

@@ -22,6 +22,9 @@ llvm::Value* callPseudo(llvm::IRBuilder<>& b, const std::string& name, llvm::Typ
   fn->setDoesNotAccessMemory();
   fn->setDoesNotThrow();
   fn->addFnAttr(llvm::Attribute::WillReturn);
+  // Their operands are constants the emitter reads (push-constant offsets): two calls must never be merged into
+  // one call of a phi or select (SimplifyCFG sinks common code otherwise).
+  fn->addFnAttr(llvm::Attribute::NoMerge);
   return b.CreateCall(f, args);
 }
 

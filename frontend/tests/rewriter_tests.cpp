@@ -25,8 +25,67 @@ TEST(Rewriter, SeveralAttributesInOneList) {
 }
 
 TEST(Rewriter, FunctionConstantIndexAtFileScope) {
+  // a function constant is not const to clang: its value comes with the pipeline
   EXPECT_EQ(rewrite("constant bool b [[function_constant(7)]];"),
-            "constant bool b __attribute__((annotate(\"m2v.function_constant\", 7)));");
+            "__M2V_CONSTANT_SPACE bool b __attribute__((annotate(\"m2v.function_constant\", 7)));");
+}
+
+TEST(Rewriter, FunctionConstantThroughAStorageMacro) {
+  // MLX: `#define STEEL_CONST static constant constexpr const` then `STEEL_CONST bool inv_ [[function_constant(0)]];`
+  std::string out = rewrite("#define SC static constant constexpr const\nSC bool inv_ [[function_constant(0)]];");
+  EXPECT_NE(out.find("\nstatic __M2V_CONSTANT_SPACE    bool inv_ __attribute__"), std::string::npos) << out;
+}
+
+TEST(Rewriter, StorageMacrosFromAnIncludedHeaderCount) {
+  RewriteContext context;
+  collectRewriteContext("#define SC static constant constexpr const\nusing cplx = vec<float, 2>;", context);
+  std::string out = rewriteMetalSource("SC int n [[function_constant(1)]];\nauto z = cplx(a, b);", &context).text;
+  EXPECT_NE(out.find("static __M2V_CONSTANT_SPACE    int n"), std::string::npos) << out;
+  EXPECT_NE(out.find("__m2v::vec_ctor<cplx>(a, b)"), std::string::npos) << out;
+}
+
+TEST(Rewriter, AddressSpaceOverloadsKeepTheFirst) {
+  // overloads that differ only in the address space of `this` collapse to the first; lines are kept
+  std::string src =
+      "struct C {\n  C(int x) thread : v(x) {}\n  C(int x) device : v(x) {}\n  int get() const device { return v; }\n"
+      "  int get() const constant { return v; }\n  int v;\n};";
+  std::string out = rewrite(src);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(src.begin(), src.end(), '\n'));
+  EXPECT_NE(out.find("C(int x)        : v(x) {}"), std::string::npos) << out;
+  EXPECT_EQ(out.find("C(int x) device"), std::string::npos) << out;
+  EXPECT_NE(out.find("int get() const        { return v; }"), std::string::npos) << out;
+  EXPECT_EQ(out.find("constant { return v; }"), std::string::npos) << out;
+}
+
+TEST(Rewriter, AttributeListInAMacroKeepsItsLineContinuations) {
+  std::string src = "#define inst(name, f, ...) \\\n  template [[host_name( \\\n    name)]] [[kernel]] decltype(f<__VA_ARGS__>) f<__VA_ARGS__>;\n";
+  std::string out = rewrite(src);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;
+  EXPECT_EQ(out.find("\n\n"), std::string::npos) << out;  // no line of the macro left without its backslash
+}
+
+TEST(Rewriter, VectorConversionsThroughNamesAndBraces) {
+  EXPECT_EQ(rewrite("static_cast<T>(x)"), "__m2v::static_cast_<T>(x)");
+  EXPECT_EQ(rewrite("static_cast<int>(x)"), "static_cast<int>(x)");
+  EXPECT_EQ(rewrite("f<I>({a * b, c, d}, s)"), "f<I>(__m2v::braced(a * b, c, d), s)");
+  EXPECT_EQ(rewrite("f({a})"), "f({a})");  // one element: C++ initializes a scalar from it
+  EXPECT_EQ(rewrite("void g() { int2 o(0, r); }"), "void g() { int2 o = __m2v::vec_ctor<int2>(0, r); }");
+  EXPECT_EQ(rewrite("int2 h(int a, int b);"), "int2 h(int a, int b);");  // a declaration outside a body
+  EXPECT_EQ(rewrite("metal::vec<T, 2>(1, 0)"), "__m2v::vec_ctor<metal::vec<T, 2>>(1, 0)");
+  EXPECT_EQ(rewrite("operator float2() const"), "operator float2() const");
+}
+
+TEST(Rewriter, ConditionalOperandsBecomeValues) {
+  EXPECT_EQ(rewrite("x = c ? tg[i] : op.init;"), "x = c ? __m2v::value(tg[i]) : __m2v::value(op.init);");
+  EXPECT_EQ(rewrite("x = c ? 1 : 2;"), "x = c ? 1 : 2;");
+  EXPECT_EQ(rewrite("{ c ? f() : g(); }"), "{ c ? f() : g(); }");       // a statement: maybe void
+  EXPECT_EQ(rewrite("A<t ? B : C> m;"), "A<t ? B : C> m;");               // a template argument
+  EXPECT_EQ(rewrite("y = c ? cast<U>(r) : z;"), "y = c ? __m2v::value(cast<U>(r)) : __m2v::value(z);");
+}
+
+TEST(Rewriter, CoherentBecomesVolatile) {
+  EXPECT_EQ(rewrite("volatile coherent(system) device uint* p"), "volatile                  device uint* p");
+  EXPECT_EQ(rewrite("coherent(device) device uint* p"), "volatile device uint* p");
 }
 
 TEST(Rewriter, KernelKeywordAndAttribute) {

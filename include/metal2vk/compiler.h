@@ -17,6 +17,13 @@ struct CompileOptions {
   std::vector<std::string> entries;                          // only these entry points; empty = all
   bool validate = true;                                      // run the SPIR-V validator (always on in the CLI)
   bool keepLoweredIR = false;  // keep the LLVM IR the SPIR-V emitter saw (for tests and debugging)
+  bool syntaxOnly = false;     // stop after the front end (-fsyntax-only): diagnostics only, no modules
+  // Apple's compiler defaults to fast math; metal2vk defaults to Metal's precise ("safe") math, as MLX builds
+  // its library (-fno-fast-math). -ffast-math selects the fast variants where Metal code asks for "maybe fast".
+  bool fastMath = false;
+  uint32_t metalVersion = 320;         // -std=metal3.2 -> __METAL_VERSION__ 320
+  std::vector<std::string> warnings;   // -W flags, passed to the front end as given (-Wall, -Wno-foo, ...)
+  uint32_t errorLimit = 20;            // -ferror-limit=N (0: no limit)
 };
 
 struct CompiledKernel {

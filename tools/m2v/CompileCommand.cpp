@@ -2,7 +2,10 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <iostream>
 
 #include "Commands.h"
@@ -11,9 +14,27 @@
 
 namespace m2v::cli {
 
+namespace {
+
+// `metal3.1`, `macos-metal2.4`, `ios-metal1.2` -> 310, 240, 120.
+std::optional<uint32_t> parseMetalStd(const std::string& s) {
+  size_t at = s.rfind("metal");
+  if (at == std::string::npos) return std::nullopt;
+  std::string v = s.substr(at + 5);
+  if (v.size() != 3 || !std::isdigit(static_cast<unsigned char>(v[0])) || v[1] != '.' ||
+      !std::isdigit(static_cast<unsigned char>(v[2])))
+    return std::nullopt;
+  return static_cast<uint32_t>((v[0] - '0') * 100 + (v[2] - '0') * 10);
+}
+
+}  // namespace
+
 extern const char kCompileUsage[] =
     R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [--json] [--asm] [--ir]
-    Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json).
+      [-x metal] [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-fsyntax-only] [-ferror-limit=N] [-W...] [-c]
+    Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json). The second
+    line's flags are those of Apple's `metal` compiler (as MLX's build passes them): language version, fast math,
+    diagnostics only, error limit, warnings; -x metal and -c change nothing.
 )";
 
 int compileCommand(const Args& args) {
@@ -45,6 +66,27 @@ int compileCommand(const Args& args) {
     } else if (a.rfind("-D", 0) == 0 && a.size() > 2) {
       size_t eq = a.find('=');
       options.defines.emplace_back(a.substr(2, eq - 2), eq == std::string::npos ? "" : a.substr(eq + 1));
+    } else if (a == "-x") {
+      // MLX's build passes `-x metal`; Metal is the only language here.
+      if (i + 1 >= args.size()) return usageError("compile", "-x needs a value");
+      if (args[++i] != "metal") return usageError("compile", "-x " + args[i] + ": only 'metal' is accepted");
+    } else if (a.rfind("-std=", 0) == 0) {
+      auto version = parseMetalStd(a.substr(5));
+      if (!version) return usageError("compile", "unknown language standard '" + a.substr(5) + "' (e.g. metal3.1)");
+      options.metalVersion = *version;
+    } else if (a == "-ffast-math" || a == "-fno-fast-math") {
+      options.fastMath = a == "-ffast-math";
+    } else if (a == "-fsyntax-only") {
+      options.syntaxOnly = true;
+    } else if (a.rfind("-ferror-limit=", 0) == 0) {
+      char* end = nullptr;
+      unsigned long n = std::strtoul(a.c_str() + 14, &end, 10);
+      if (!end || *end || a.size() == 14) return usageError("compile", "bad value in '" + a + "'");
+      options.errorLimit = static_cast<uint32_t>(n);
+    } else if (a.rfind("-W", 0) == 0 && a.size() > 2) {
+      options.warnings.push_back(a);
+    } else if (a == "-c") {
+      // Compile-only, as in `metal -c`: what m2v compile always does.
     } else if (a == "--json") {
       json = true;
     } else if (a == "--asm") {

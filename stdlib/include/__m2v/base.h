@@ -5,7 +5,10 @@
 #define __M2V_BASE_H
 
 #define device __attribute__((address_space(1)))
-#define constant __attribute__((address_space(4)))
+// constant memory is read-only: `constant T` is `const T` (so `constant int&` binds `const constant int`)
+#define constant const __attribute__((address_space(4)))
+// the constant address space without the const (function constants, which the pipeline sets)
+#define __M2V_CONSTANT_SPACE __attribute__((address_space(4)))
 #define threadgroup __attribute__((address_space(3)))
 #define threadgroup_imageblock __attribute__((address_space(3)))
 #define thread
@@ -221,4 +224,21 @@ template <class To, class From> __M2V_F To scalar_cast(From v) {
 
 } // namespace __m2v
 
+// Built into Metal, without any #include: memory scopes.
+#define __METAL_MEMORY_SCOPE_THREAD__ 0
+#define __METAL_MEMORY_SCOPE_SIMDGROUP__ 1
+#define __METAL_MEMORY_SCOPE_THREADGROUP__ 2
+#define __METAL_MEMORY_SCOPE_DEVICE__ 3
+#define __METAL_MEMORY_SCOPE_SYSTEM__ 4
+namespace metal {
+enum thread_scope : int {
+  thread_scope_thread = __METAL_MEMORY_SCOPE_THREAD__,
+  thread_scope_simdgroup = __METAL_MEMORY_SCOPE_SIMDGROUP__,
+  thread_scope_threadgroup = __METAL_MEMORY_SCOPE_THREADGROUP__,
+  thread_scope_device = __METAL_MEMORY_SCOPE_DEVICE__
+};
+}
+
+#include "vec_ctor.h"
+#include "casts.h"
 #endif

@@ -25,7 +25,10 @@ template <class V, class A> __M2V_F void vec_put(V &r, int &i, A a) {
 }
 
 template <class V, class... A> __M2V_F V vec_ctor(A... a) {
-  static_assert(shape<V>::is_vec, "vec_ctor: not a vector type");
+  if constexpr (!shape<V>::is_vec) {
+    // an alias the rewriter took for a vector type (`using T = ...; T(a, b)`) that is not one
+    return V(a...);
+  } else {
   static_assert(((shape<A>::ok) && ...), "vec_ctor: arguments must be scalars or vectors");
   using E = typename shape<V>::elem;
   constexpr int n = shape<V>::n;
@@ -41,6 +44,7 @@ template <class V, class... A> __M2V_F V vec_ctor(A... a) {
     int i = 0;
     (vec_put(r, i, a), ...);
     return r;
+  }
   }
 }
 } // namespace __m2v

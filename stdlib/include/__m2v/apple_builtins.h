@@ -1,0 +1,69 @@
+// metal2vk metal_stdlib: the compiler-internal spellings of Apple's metal_stdlib that Metal code calls directly
+// (MLX's bf16_math.h defines its bfloat overloads through them): `__metal_NAME(args..., fast)` math and simd
+// builtins and the `__METAL_*__` macros. Each forwards to the metal:: function of the same meaning; the trailing
+// fast-math flag may be ignored, since precise results are valid fast ones.
+#ifndef __M2V_APPLE_BUILTINS_H
+#define __M2V_APPLE_BUILTINS_H
+
+#define __METAL_FAST_MATH__ true
+#define __METAL_PRECISE_MATH__ false
+#ifdef __M2V_FAST_MATH__
+#define __METAL_MAYBE_FAST_MATH__ __METAL_FAST_MATH__
+#else
+#define __METAL_MAYBE_FAST_MATH__ __METAL_PRECISE_MATH__
+#endif
+
+#define __M2V_BUILTIN1(NAME, FN)                                                                   \
+  template <class T> METAL_FUNC auto __metal_##NAME(T x, bool = false) { return metal::FN(x); }
+#define __M2V_BUILTIN2(NAME, FN)                                                                   \
+  template <class T> METAL_FUNC auto __metal_##NAME(T x, T y, bool = false) { return metal::FN(x, y); }
+#define __M2V_BUILTIN3(NAME, FN)                                                                   \
+  template <class T> METAL_FUNC auto __metal_##NAME(T x, T y, T z, bool = false) { return metal::FN(x, y, z); }
+
+__M2V_BUILTIN1(fabs, fabs) __M2V_BUILTIN1(acos, acos) __M2V_BUILTIN1(acosh, acosh) __M2V_BUILTIN1(asin, asin)
+__M2V_BUILTIN1(asinh, asinh) __M2V_BUILTIN1(atan, atan) __M2V_BUILTIN1(atanh, atanh) __M2V_BUILTIN1(ceil, ceil)
+__M2V_BUILTIN1(cos, cos) __M2V_BUILTIN1(cosh, cosh) __M2V_BUILTIN1(cospi, cospi) __M2V_BUILTIN1(exp, exp)
+__M2V_BUILTIN1(exp10, exp10) __M2V_BUILTIN1(exp2, exp2) __M2V_BUILTIN1(floor, floor) __M2V_BUILTIN1(fract, fract)
+__M2V_BUILTIN1(log, log) __M2V_BUILTIN1(log10, log10) __M2V_BUILTIN1(log2, log2) __M2V_BUILTIN1(rint, rint)
+__M2V_BUILTIN1(round, round) __M2V_BUILTIN1(rsqrt, rsqrt) __M2V_BUILTIN1(sin, sin) __M2V_BUILTIN1(sinh, sinh)
+__M2V_BUILTIN1(sinpi, sinpi) __M2V_BUILTIN1(sqrt, sqrt) __M2V_BUILTIN1(tan, tan) __M2V_BUILTIN1(tanh, tanh)
+__M2V_BUILTIN1(tanpi, tanpi) __M2V_BUILTIN1(trunc, trunc) __M2V_BUILTIN1(erf, erf) __M2V_BUILTIN1(log1p, log1p)
+__M2V_BUILTIN2(atan2, atan2) __M2V_BUILTIN2(divide, divide) __M2V_BUILTIN2(fmax, fmax) __M2V_BUILTIN2(fmin, fmin)
+__M2V_BUILTIN2(fmod, fmod) __M2V_BUILTIN2(nextafter, nextafter) __M2V_BUILTIN2(pow, pow) __M2V_BUILTIN2(powr, powr)
+__M2V_BUILTIN2(copysign, copysign) __M2V_BUILTIN3(fma, fma) __M2V_BUILTIN3(fmax3, fmax3)
+__M2V_BUILTIN3(fmin3, fmin3) __M2V_BUILTIN3(fmedian3, fmedian3)
+#undef __M2V_BUILTIN1
+#undef __M2V_BUILTIN2
+#undef __M2V_BUILTIN3
+
+template <class T, class I> METAL_FUNC auto __metal_ldexp(T x, I k, bool = false) { return metal::ldexp(x, k); }
+template <class T, class I> METAL_FUNC auto __metal_frexp(T x, thread I *e) { return metal::frexp(x, *e); }
+
+// simd builtins: the metal:: functions of the same name
+#define __M2V_SIMD1(NAME) template <class T> METAL_FUNC T __metal_simd_##NAME(T x) { return metal::simd_##NAME(x); }
+#define __M2V_SIMD2(NAME)                                                                          \
+  template <class T, class U> METAL_FUNC T __metal_simd_##NAME(T x, U n) { return metal::simd_##NAME(x, ushort(n)); }
+// bitwise reductions of floating-point values work on their bits
+#define __M2V_SIMD_BITS(NAME)                                                                      \
+  template <class T> METAL_FUNC T __metal_simd_##NAME(T x) {                                       \
+    using B = __m2v::uint_for_t<T>;                                                                \
+    return __builtin_bit_cast(T, metal::simd_##NAME(__builtin_bit_cast(B, x)));                    \
+  }
+__M2V_SIMD_BITS(and) __M2V_SIMD_BITS(or) __M2V_SIMD_BITS(xor)
+#undef __M2V_SIMD_BITS
+__M2V_SIMD1(sum) __M2V_SIMD1(product) __M2V_SIMD1(min) __M2V_SIMD1(max) __M2V_SIMD1(prefix_inclusive_sum) __M2V_SIMD1(prefix_exclusive_sum)
+__M2V_SIMD1(prefix_inclusive_product) __M2V_SIMD1(prefix_exclusive_product) __M2V_SIMD1(broadcast_first)
+__M2V_SIMD2(broadcast) __M2V_SIMD2(shuffle) __M2V_SIMD2(shuffle_xor) __M2V_SIMD2(shuffle_up)
+__M2V_SIMD2(shuffle_down) __M2V_SIMD2(shuffle_rotate_up) __M2V_SIMD2(shuffle_rotate_down)
+#undef __M2V_SIMD1
+#undef __M2V_SIMD2
+template <class T, class U> METAL_FUNC T __metal_simd_shuffle_and_fill_up(T d, T f, U delta, U modulo) {
+  return metal::simd_shuffle_and_fill_up(d, f, ushort(delta), ushort(modulo));
+}
+template <class T, class U> METAL_FUNC T __metal_simd_shuffle_and_fill_down(T d, T f, U delta, U modulo) {
+  return metal::simd_shuffle_and_fill_down(d, f, ushort(delta), ushort(modulo));
+}
+// `__metal_get_X(T())`: the built-in value X as a T
+template <class T> METAL_FUNC T __metal_get_simdgroup_size(T) { return T(__m2v::simd_size()); }
+template <class T> METAL_FUNC T __metal_get_thread_index_in_simdgroup(T) { return T(__m2v::simd_lane_id()); }
+#endif
