@@ -22,5 +22,8 @@ for py in ${M2V_EXTRA_PYTHONS:-}; do
   cmake --build "$pybuild" -j "$jobs" --target m2v_python
   cmake --install "$pybuild" --prefix "$stage/$name" --strip --component python >/dev/null
 done
-tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner -cf - "$name" | xz -9 -T"$jobs" >"dist/$name.tar.xz"
+# A dictionary as large as the archive: bin/m2v and lib/libmetal2vk.so share most of their code (LLVM, clang), so
+# the second compresses against the first (22 MB instead of 35 MB; unpacking needs 160 MiB of memory).
+tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner -cf - "$name" |
+  xz --lzma2=preset=9,dict=160MiB -T1 >"dist/$name.tar.xz"
 echo "dist/$name.tar.xz: $(du -m "dist/$name.tar.xz" | cut -f1) MB ($(du -sm "$stage/$name" | cut -f1) MB unpacked)"
