@@ -11,6 +11,7 @@
 #include <clang/Frontend/MultiplexConsumer.h>
 #include <clang/Lex/PreprocessorOptions.h>
 #include <llvm/IR/DebugInfoMetadata.h>
+#include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instruction.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
@@ -168,19 +169,57 @@ class DiagnosticForwarder : public clang::DiagnosticConsumer {
         sev = Severity::Error;
         break;
     }
-    Diagnostic d{sev, {}, 0, 0, text.str().str(), {}};
+    if (stopped_) return;  // what follows an unsupported construct are its consequences
+    std::string message = text.str().str();
+    static constexpr llvm::StringLiteral kUnsupported = "metal2vk unsupported: ";
+    bool unsupported = sev == Severity::Error && llvm::StringRef(message).starts_with(kUnsupported);
+    if (unsupported) {
+      sev = Severity::Unsupported;
+      message = message.substr(kUnsupported.size()) + " (this construct is not supported by metal2vk yet)";
+      stopped_ = true;
+    }
+    Diagnostic d{sev, {}, 0, 0, std::move(message), {}};
     if (info.hasSourceManager() && info.getLocation().isValid()) {
       const clang::SourceManager& sm = info.getSourceManager();
       clang::SourceLocation loc = sm.getFileLoc(info.getLocation());
-      clang::PresumedLoc p = sm.getPresumedLoc(loc);
+      // A diagnostic of our own headers' making is reported where the user's code included them.
+      while (unsupported && loc.isValid() && sm.getFilename(loc).starts_with(kStdlibRoot))
+        loc = sm.getIncludeLoc(sm.getFileID(loc));
+      clang::PresumedLoc p = loc.isValid() ? sm.getPresumedLoc(loc) : clang::PresumedLoc();
       if (p.isValid()) sources_.locate(d, p.getFilename(), p.getLine(), p.getColumn());
+      if (sev != Severity::Note) reportIncludeStack(sm, loc);
     }
     diags_.report(std::move(d));
+    for (Diagnostic& note : pendingNotes_) diags_.report(std::move(note));
+    pendingNotes_.clear();
   }
 
  private:
+  // "in file included from FILE:LINE" notes, innermost first, for a diagnostic in a header.
+  // (as clang does, only when the file differs from the previous diagnostic's)
+  void reportIncludeStack(const clang::SourceManager& sm, clang::SourceLocation loc) {
+    clang::FileID file = sm.getFileID(loc);
+    if (file == lastFile_) return;
+    lastFile_ = file;
+    clang::SourceLocation inc = sm.getIncludeLoc(file);
+    for (int depth = 0; inc.isValid() && depth < 32; ++depth) {
+      clang::PresumedLoc p = sm.getPresumedLoc(inc);
+      if (!p.isValid()) break;
+      if (!llvm::StringRef(p.getFilename()).starts_with(kStdlibRoot)) {
+        Diagnostic note{Severity::Note, {}, 0, 0, "in file included from here", {}};
+        sources_.locate(note, p.getFilename(), p.getLine(), p.getColumn());
+        note.sourceLine.clear();
+        pendingNotes_.push_back(std::move(note));
+      }
+      inc = sm.getIncludeLoc(sm.getFileID(inc));
+    }
+  }
+
   Diagnostics& diags_;
   const SourceMap& sources_;
+  bool stopped_ = false;
+  clang::FileID lastFile_;
+  std::vector<Diagnostic> pendingNotes_;
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -510,6 +549,20 @@ void collectIncludedContext(const std::string& path, std::string_view text, cons
   }
 }
 
+// clang 22 stores an element of a bool vector through a variable index (`bool2 m; m[j] = x;`) as an insertelement
+// of the byte it keeps bools in (i8) into a vector of i1, which is invalid IR. The bit is the byte's low bit.
+void repairBoolVectorInserts(llvm::Module& m) {
+  for (llvm::Function& f : m)
+    for (llvm::Instruction& inst : llvm::instructions(f)) {
+      auto* ins = llvm::dyn_cast<llvm::InsertElementInst>(&inst);
+      if (!ins) continue;
+      llvm::Type* elem = llvm::cast<llvm::VectorType>(ins->getType())->getElementType();
+      llvm::Value* v = ins->getOperand(1);
+      if (!elem->isIntegerTy(1) || !v->getType()->isIntegerTy() || v->getType() == elem) continue;
+      ins->setOperand(1, new llvm::TruncInst(v, elem, "bool", ins->getIterator()));
+    }
+}
+
 }  // namespace
 
 FrontendOutput runFrontend(const std::string& source, const std::string& name, const CompileOptions& options,
@@ -597,6 +650,7 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
     return out;
   }
   stripAnnotations(*out.module);
+  repairBoolVectorInserts(*out.module);
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*out.module, &os)) {

@@ -34,6 +34,7 @@ inline constexpr const char* kWorkgroupSize = "m2v.workgroup_size";             
 inline constexpr const char* kNominalThreadgroupSize = "m2v.nominal_threadgroup_size";  // <3 x i32> ()
 inline constexpr const char* kSpecPrefix = "m2v.spec.";                                 // T (i32 spec id), one per type
 inline constexpr const char* kBuiltinPrefix = "m2v.builtin.";  // workgroup_id, local_invocation_id, ...
+inline constexpr const char* kNever = "m2v.never";                                       // i1 (): false
 inline constexpr const char* kDynamicThreadgroupMD = "m2v.dynamic_threadgroup";  // !{i32 index} on AS3 globals
 }  // namespace pseudo
 

@@ -8,6 +8,15 @@
 
 namespace m2v::lower {
 
+// A new module (in `m`'s context) with the kernel `mangledName` and exactly the functions and globals it reaches;
+// null when there is no such function.
+std::unique_ptr<llvm::Module> extractEntry(const llvm::Module& m, llvm::StringRef mangledName);
+
+// Gives each loop that has no exit an exit that is never taken (structured control flow needs one).
+struct ExitInfiniteLoopsPass : llvm::PassInfoMixin<ExitInfiniteLoopsPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
 // Keeps the chosen kernel and what it reaches; everything else becomes internal and is dropped.
 struct SelectEntryPass : llvm::PassInfoMixin<SelectEntryPass> {
   explicit SelectEntryPass(std::string mangledName) : kernel(std::move(mangledName)) {}

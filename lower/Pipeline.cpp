@@ -88,6 +88,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(llvm::InstCombinePass());
     fpm.addPass(llvm::SimplifyCFGPass());
     fpm.addPass(ReplaceUnreachablePass());
+    fpm.addPass(ExitInfiniteLoopsPass());
     fpm.addPass(llvm::UnifyFunctionExitNodesPass());
     fpm.addPass(llvm::LowerSwitchPass());
     fpm.addPass(llvm::FixIrreduciblePass());

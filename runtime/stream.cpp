@@ -175,8 +175,10 @@ struct StreamState {
                                        VK_QUERY_RESULT_64_BIT);
     if (r != VK_SUCCESS) return;  // VK_NOT_READY cannot happen after completion; never block here
     for (size_t i = 0; i < batch.timings.size(); ++i) {
-      double ns = double(ticks[2 * i + 1] - ticks[2 * i]) * device->info.timestampPeriodNs;
-      timings.push_back({std::move(batch.timings[i].kernel), batch.timings[i].sequence, ns});
+      const double period = device->info.timestampPeriodNs;
+      double ns = double(ticks[2 * i + 1] - ticks[2 * i]) * period;
+      timings.push_back({std::move(batch.timings[i].kernel), batch.timings[i].sequence, ns,
+                         double(ticks[2 * i]) * period, double(ticks[2 * i + 1]) * period});
     }
   }
 

@@ -532,10 +532,42 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
   // Same element type as a vector's components: build the vector directly.
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t); vt && typeOf(vt->getElementType()) == var.elementType)
     return b_.op(Op::OpCompositeConstruct, typeOf(t), units);
-  if (n > 4)
-    unsupported(at, "a " + std::to_string(size) + "-byte access to memory typed as " + describe(var.elementLLVM));
+  if (n > 4) {
+    // More units than a vector holds (8 bytes of a byte array): pack them into 32-bit words first.
+    std::vector<Id> words = packUnits(at, var, units, size);
+    Id packed = words.size() == 1 ? words[0] : b_.op(Op::OpCompositeConstruct, b_.typeVector(u32(), words.size()), words);
+    return b_.op(Op::OpBitcast, typeOf(t), {packed});
+  }
   Id packed = b_.op(Op::OpCompositeConstruct, b_.typeVector(var.elementType, n), units);
   return b_.op(Op::OpBitcast, typeOf(t), {packed});
+}
+
+std::vector<Id> Emitter::packUnits(const llvm::Instruction* at, const LogicalVariable& var,
+                                   const std::vector<Id>& units, uint64_t size) {
+  if (size % 4 || var.elementBytes >= 4 || size / 4 > 4)
+    unsupported(at, "a " + std::to_string(size) + "-byte access to memory typed as " + describe(var.elementLLVM));
+  unsigned perWord = 4 / var.elementBytes;
+  std::vector<Id> words;
+  for (size_t k = 0; k < units.size(); k += perWord) {
+    std::vector<Id> part(units.begin() + k, units.begin() + k + perWord);
+    Id v = b_.op(Op::OpCompositeConstruct, b_.typeVector(var.elementType, perWord), part);
+    words.push_back(b_.op(Op::OpBitcast, u32(), {v}));
+  }
+  return words;
+}
+
+std::vector<Id> Emitter::unpackUnits(const llvm::Instruction* at, const LogicalVariable& var, Id v, uint64_t size) {
+  if (size % 4 || var.elementBytes >= 4 || size / 4 > 4)
+    unsupported(at, "a " + std::to_string(size) + "-byte access to memory typed as " + describe(var.elementLLVM));
+  unsigned perWord = 4 / var.elementBytes, nWords = static_cast<unsigned>(size / 4);
+  Id words = b_.op(Op::OpBitcast, nWords == 1 ? u32() : b_.typeVector(u32(), nWords), {v});
+  std::vector<Id> units;
+  for (unsigned w = 0; w < nWords; ++w) {
+    Id word = nWords == 1 ? words : b_.op(Op::OpCompositeExtract, u32(), {words, w});
+    Id parts = b_.op(Op::OpBitcast, b_.typeVector(var.elementType, perWord), {word});
+    for (unsigned k = 0; k < perWord; ++k) units.push_back(b_.op(Op::OpCompositeExtract, var.elementType, {parts, k}));
+  }
+  return units;
 }
 
 void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id v,
@@ -582,9 +614,9 @@ void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Valu
   std::vector<Id> units;
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t); vt && typeOf(vt->getElementType()) == var.elementType) {
     for (unsigned k = 0; k < n; ++k) units.push_back(b_.op(Op::OpCompositeExtract, var.elementType, {v, k}));
+  } else if (n > 4) {
+    units = unpackUnits(at, var, v, size);
   } else {
-    if (n > 4)
-      unsupported(at, "a " + std::to_string(size) + "-byte access to memory typed as " + describe(var.elementLLVM));
     Id packed = b_.op(Op::OpBitcast, b_.typeVector(var.elementType, n), {v});
     for (unsigned k = 0; k < n; ++k) units.push_back(b_.op(Op::OpCompositeExtract, var.elementType, {packed, k}));
   }

@@ -73,6 +73,10 @@ class Emitter {
   // --- memory
   Id load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, uint64_t align);
   void store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id valueId, uint64_t align);
+  // An access of `size` bytes to a variable of narrower elements, as 32-bit words (more than 4 elements).
+  std::vector<Id> packUnits(const llvm::Instruction* at, const LogicalVariable& var, const std::vector<Id>& units,
+                            uint64_t size);
+  std::vector<Id> unpackUnits(const llvm::Instruction* at, const LogicalVariable& var, Id v, uint64_t size);
   Id physicalPointer(Id address, Id pointeeType);
   std::vector<std::pair<llvm::Type*, uint64_t>> aggregateMembers(llvm::Type* t);
   Id elementIndex(Id offset, llvm::Type* ptrType, unsigned elementBytes);

@@ -122,6 +122,11 @@ struct RunOptions {
   std::string device;
   uint64_t seed = 0;   // 0: a fresh seed from the clock (reported)
   int repeat = 0;      // extra timed dispatches after the checked one (median GPU time reported)
+  // With repeat: before the timed dispatches, run the same dispatch for this long (ms) so the GPU has left its
+  // low-power clocks (on the H200 a few short dispatches after an idle pause run at a third of the memory bandwidth;
+  // bench/stream-vs-raw-h200.md).
+  static constexpr int kDefaultWarmupMs = 500;
+  int warmupMs = kDefaultWarmupMs;
   bool progress = false;
 };
 struct CaseResult {

@@ -315,7 +315,7 @@ int sweepMain(const std::string& tool, const std::vector<std::string>& args, Com
   auto usage = [&](const std::string& m) {
     std::cerr << tool << ": " << m << "\nusage: " << tool
               << " DIR [-j N] [--device SEL] [--report PREFIX] [--filter SUBSTR] [--floor FILE] [--seed S]"
-                 " [--repeat N] [--ceiling-gbs GBS]"
+                 " [--repeat N] [--warmup-ms MS] [--ceiling-gbs GBS]"
               << (compile ? " [--emit-modules DIR] [--compile-only] [--modules DIR]" : " --modules DIR") << "\n";
     return 2;
   };
@@ -324,7 +324,7 @@ int sweepMain(const std::string& tool, const std::vector<std::string>& args, Com
     auto next = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
     const std::string* v = nullptr;
     if (a == "-j" || a == "--device" || a == "--report" || a == "--filter" || a == "--floor" || a == "--seed" ||
-        a == "--repeat" || a == "--modules" || a == "--emit-modules" || a == "--ceiling-gbs") {
+        a == "--repeat" || a == "--warmup-ms" || a == "--modules" || a == "--emit-modules" || a == "--ceiling-gbs") {
       if (!(v = next())) return usage(a + " needs a value");
       if (a == "-j") jobs = std::max(1, std::atoi(v->c_str()));
       else if (a == "--device") device = *v;
@@ -333,6 +333,7 @@ int sweepMain(const std::string& tool, const std::vector<std::string>& args, Com
       else if (a == "--floor") floorFile = *v;
       else if (a == "--seed") ro.seed = std::strtoull(v->c_str(), nullptr, 0);
       else if (a == "--repeat") ro.repeat = std::atoi(v->c_str());
+      else if (a == "--warmup-ms") ro.warmupMs = std::max(0, std::atoi(v->c_str()));
       else if (a == "--modules") modulesIn = *v;
       else if (a == "--emit-modules") emitDir = *v;
       else if (a == "--ceiling-gbs") ceiling = std::strtod(v->c_str(), nullptr);

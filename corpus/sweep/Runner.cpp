@@ -239,12 +239,20 @@ std::vector<CaseResult> runCases(const std::vector<Case>& cases, const Modules& 
         for (const DispatchTiming& t : stream.takeTimings()) ns += t.gpuNs;
         if (ns > 0) r.gpuUs = ns / 1000.0;
         if (options.repeat > 0) {
-          // Back to back, as in a real graph, after two warm-up dispatches: the GPU is busy and at its clocks.
-          const int warmup = 2;
-          for (int i = 0; i < warmup + options.repeat; ++i) {
+          // Back to back, as in a real graph, after warming up: the same dispatch for options.warmupMs (the GPU
+          // leaves its idle clocks), then two untimed ones.
+          auto dispatch = [&] {
             if (c.groups) stream.dispatchThreadgroups(c.grid, c.threadgroup);
             else stream.dispatchThreads(c.grid, c.threadgroup);
+          };
+          const auto warmStart = std::chrono::steady_clock::now();
+          while (std::chrono::steady_clock::now() - warmStart < std::chrono::milliseconds(options.warmupMs)) {
+            for (int i = 0; i < 16; ++i) dispatch();
+            stream.synchronize();
           }
+          (void)stream.takeTimings();
+          const int warmup = 2;
+          for (int i = 0; i < warmup + options.repeat; ++i) dispatch();
           stream.synchronize();
           std::vector<DispatchTiming> timings = stream.takeTimings();
           std::vector<double> times;

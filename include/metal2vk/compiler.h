@@ -24,6 +24,7 @@ struct CompileOptions {
   uint32_t metalVersion = 320;         // -std=metal3.2 -> __METAL_VERSION__ 320
   std::vector<std::string> warnings;   // -W flags, passed to the front end as given (-Wall, -Wno-foo, ...)
   uint32_t errorLimit = 20;            // -ferror-limit=N (0: no limit)
+  unsigned jobs = 0;                   // threads lowering entry points (-j N); 0: one per core
 };
 
 struct CompiledKernel {

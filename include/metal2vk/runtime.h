@@ -207,6 +207,9 @@ struct DispatchTiming {
   std::string kernel;  // reflection entry
   uint64_t sequence = 0;  // dispatch number in the stream, from 0
   double gpuNs = 0;
+  // GPU clock at the dispatch's start and end timestamps, in ns (an arbitrary origin, the same for one device): the
+  // span of a run of dispatches is last.endNs - first.startNs.
+  double startNs = 0, endNs = 0;
 };
 
 class Stream {

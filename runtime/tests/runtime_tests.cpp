@@ -395,7 +395,12 @@ TEST_F(RuntimeTest, TimestampsPerDispatch) {
     EXPECT_EQ(timings[i].kernel, "increment");
     EXPECT_EQ(timings[i].sequence, i);
     EXPECT_GE(timings[i].gpuNs, 0.0);
+    // Absolute clock values: the span of one dispatch is its duration.
+    EXPECT_LE(timings[i].startNs, timings[i].endNs);
+    EXPECT_NEAR(timings[i].endNs - timings[i].startNs, timings[i].gpuNs, 1.0);
+    EXPECT_GT(timings[i].startNs, 0.0);
   }
+  EXPECT_GE(timings.back().endNs, timings.front().startNs);
   EXPECT_TRUE(stream.takeTimings().empty());
 }
 

@@ -7,7 +7,11 @@ m2v=$1 file=$2 out=$3
 rm -rf "$out" && mkdir -p "$out"
 entries=$(sed -n 's|^// ENTRIES:||p' "$file" | head -1)
 if [ -z "$entries" ]; then echo "FAIL: $file has no '// ENTRIES:' line"; exit 1; fi
-"$m2v" compile "$file" -o "$out"
+# `// FLAGS: ...` adds compile flags; %dir stands for the kernel file's directory.
+flags=$(sed -n 's|^// FLAGS:||p' "$file" | head -1)
+flags=${flags//%dir/$(dirname "$file")}
+# shellcheck disable=SC2086
+"$m2v" compile "$file" -o "$out" $flags
 rc=$?
 if [ $rc -ne 0 ]; then echo "FAIL: m2v compile exited with $rc (expected 0)"; exit 1; fi
 status=0

@@ -362,6 +362,152 @@ TEST_F(E2E, Casts) {
   EXPECT_TRUE(allEqual(read<uint16_t>(toBf, n), wantBf));
 }
 
+TEST_F(E2E, DialectConversionsThroughTemplateParameters) {
+  // static_cast<U>(x) with U a template parameter: half -> bfloat by value, float4 -> half4 element-wise
+  const uint32_t n = 257;
+  auto f = randFloats(n, -50, 50);
+  std::vector<uint16_t> halves(n);
+  for (uint32_t i = 0; i < n; ++i) halves[i] = floatToHalf(f[i]);
+  Buffer bh = upload(halves), bf = upload(f);
+  Buffer toBf = poisoned(n * 2), toHalf4 = poisoned(n / 4 * 8);
+  Kernel hb = load("convert_half_bfloat"), f4 = load("convert_float4_half4");
+  stream().setKernel(hb);
+  stream().setBuffer(bh, 0, 0);
+  stream().setBuffer(toBf, 0, 1);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  stream().setKernel(f4);
+  stream().setBuffer(bf, 0, 0);
+  stream().setBuffer(toHalf4, 0, 1);
+  stream().dispatchThreads({n / 4, 1, 1}, {64, 1, 1});
+  std::vector<uint16_t> wantBf(n), wantHalf(n / 4 * 4);
+  for (uint32_t i = 0; i < n; ++i) wantBf[i] = floatToBfloat(halfToFloat(halves[i]));
+  for (uint32_t i = 0; i < n / 4 * 4; ++i) wantHalf[i] = floatToHalf(f[i]);
+  EXPECT_TRUE(allEqual(read<uint16_t>(toBf, n), wantBf));
+  EXPECT_TRUE(allEqual(read<uint16_t>(toHalf4, n / 4 * 4), wantHalf));
+}
+
+TEST_F(E2E, DialectObjectsBracesAndBoolVectors) {
+  Kernel k = load("dialect");
+  const uint32_t n = 300;
+  auto v = randFloats(n * 2, -10, 10);
+  Buffer bp = upload(v);
+  for (bool negate : {false, true}) {
+    Buffer out = poisoned(n * 4), weights = poisoned(n * 4), masks = poisoned(n * 4);
+    stream().setKernel(k);
+    stream().setFunctionConstant(0, negate);
+    stream().setBuffer(bp, 0, 0);
+    stream().setBuffer(out, 0, 1);
+    stream().setBuffer(weights, 0, 2);
+    stream().setBuffer(masks, 0, 3);
+    stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+    std::vector<float> want(n);
+    std::vector<uint32_t> wantW(n);
+    std::vector<int32_t> wantM(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      float own = v[2 * i] + v[2 * i + 1];
+      float s = ((i % 3 == 0) ? 120.0f : own) + own + 120.0f;
+      want[i] = negate ? -s : s;
+      wantW[i] = i + 10 * 2 + 100 * 3 + i;
+      wantM[i] = int32_t(i & 15);
+    }
+    EXPECT_TRUE(allClose(read<float>(out, n), want, kF32)) << "negate " << negate;
+    EXPECT_TRUE(allEqual(read<uint32_t>(weights, n), wantW));
+    EXPECT_TRUE(allEqual(read<int32_t>(masks, n), wantM));
+  }
+}
+
+TEST_F(E2E, PrivateBytesAsEightByteWords) {
+  Kernel k = load("private_bytes_as_words");
+  const uint32_t n = 100;
+  auto in = randInts<uint32_t>(n, 0, 0xffffffffu);
+  Buffer bi = upload(in), words = poisoned(n * 8), bytes = poisoned(n * 8);
+  stream().setKernel(k);
+  stream().setBuffer(bi, 0, 0);
+  stream().setBuffer(words, 0, 1);
+  stream().setBuffer(bytes, 0, 2);
+  const int32_t count = 8;
+  stream().setBytes(&count, sizeof count, 3);
+  stream().dispatchThreads({n, 1, 1}, {32, 1, 1});
+  std::vector<uint32_t> wantWords(n * 2);
+  std::vector<uint8_t> wantBytes(n * 8);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint8_t b[8];
+    for (int k2 = 0; k2 < 8; ++k2) b[k2] = uint8_t((in[i] >> (k2 % 4 * 8)) + k2);
+    std::memcpy(&wantWords[i * 2], b, 8);  // little-endian, as Metal's memory
+    uint32_t c[2] = {in[i], ~in[i]};
+    std::memcpy(&wantBytes[i * 8], c, 8);
+  }
+  EXPECT_TRUE(allEqual(read<uint32_t>(words, n * 2), wantWords));
+  EXPECT_TRUE(allEqual(read<uint8_t>(bytes, n * 8), wantBytes));
+}
+
+TEST_F(E2E, MatrixTypes) {
+  Kernel k = load("matrix_ops");
+  const uint32_t n = 70;
+  auto mats = randFloats(n * 16, -2, 2), vecs = randFloats(n * 4, -2, 2);
+  Buffer bm = upload(mats), bv = upload(vecs);
+  Buffer mv = poisoned(n * 16), vm = poisoned(n * 16), col1 = poisoned(n * 16), dets = poisoned(n * 4),
+         small = poisoned(n * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bm, 0, 0);
+  stream().setBuffer(bv, 0, 1);
+  stream().setBuffer(mv, 0, 2);
+  stream().setBuffer(vm, 0, 3);
+  stream().setBuffer(col1, 0, 4);
+  stream().setBuffer(dets, 0, 5);
+  stream().setBuffer(small, 0, 6);
+  stream().dispatchThreads({n, 1, 1}, {32, 1, 1});
+  std::vector<float> wantMv(n * 4), wantVm(n * 4), wantCol1(n * 4), wantDet(n);
+  std::vector<uint16_t> wantSmall(n * 2);
+  for (uint32_t i = 0; i < n; ++i) {
+    auto at = [&](int c, int r) { return double(mats[i * 16 + c * 4 + r]); };  // column c, row r
+    for (int r = 0; r < 4; ++r) {
+      double s = 0;
+      for (int c = 0; c < 4; ++c) s += at(c, r) * vecs[i * 4 + c];
+      wantMv[i * 4 + r] = float(s);
+    }
+    for (int c = 0; c < 4; ++c) {
+      double s = 0;
+      for (int r = 0; r < 4; ++r) s += vecs[i * 4 + r] * at(c, r);
+      wantVm[i * 4 + c] = float(s);
+    }
+    for (int r = 0; r < 4; ++r) {  // column 1 of m * m^T + 2I: row r is dot(row r of m, row 1 of m)
+      double s = r == 1 ? 2.0 : 0.0;
+      for (int k2 = 0; k2 < 4; ++k2) s += at(k2, r) * at(k2, 1);
+      wantCol1[i * 4 + r] = float(s);
+    }
+    // the determinant by Gaussian elimination with partial pivoting (independent of the kernel's expansion)
+    double a[4][4];
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 4; ++c) a[r][c] = at(c, r);
+    double det = 1;
+    for (int c = 0; c < 4; ++c) {
+      int p = c;
+      for (int r = c + 1; r < 4; ++r)
+        if (std::fabs(a[r][c]) > std::fabs(a[p][c])) p = r;
+      if (p != c) {
+        std::swap(a[p], a[c]);
+        det = -det;
+      }
+      det *= a[c][c];
+      for (int r = c + 1; r < 4 && a[c][c] != 0; ++r) {
+        double f = a[r][c] / a[c][c];
+        for (int k2 = c; k2 < 4; ++k2) a[r][k2] -= f * a[c][k2];
+      }
+    }
+    wantDet[i] = float(det);
+    // half2x2 with columns (1,2) and (3, i%7): h * (1,-1) = (1-3, 2-(i%7)); det = i%7 - 6
+    float d = float(i % 7) - 6.0f;
+    wantSmall[i * 2] = floatToHalf(-2.0f + d);
+    wantSmall[i * 2 + 1] = floatToHalf(2.0f - float(i % 7));
+  }
+  EXPECT_TRUE(allClose(read<float>(mv, n * 4), wantMv, 1e-5f));
+  EXPECT_TRUE(allClose(read<float>(vm, n * 4), wantVm, 1e-5f));
+  EXPECT_TRUE(allClose(read<float>(col1, n * 4), wantCol1, 1e-5f));
+  EXPECT_TRUE(allClose(read<float>(dets, n), wantDet, 1e-4f));
+  EXPECT_TRUE(allEqual(read<uint16_t>(small, n * 2), wantSmall));
+}
+
 TEST_F(E2E, HalfMath) {
   Kernel k = load("half_math");
   const uint32_t n = 1500;

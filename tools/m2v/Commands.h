@@ -15,6 +15,9 @@ int examplesCommand(const Args& args);  // RunCommand.cpp (bundled examples/, CP
 int mlxCommand(const Args& args);       // MlxCommand.cpp (one mx.fast.metal_kernel call from JSON)
 int sweepCommand(const Args& args);     // SweepCommand.cpp (corpus/ conformance sweep)
 
+// The file name (without extension) of an entry point's module and reflection in an output directory.
+std::string moduleFileStem(const std::string& entry);
+
 // Each command's usage ("NAME ARGS...\n    description\n"), defined beside the command; `m2v CMD --help` prints it.
 extern const char kCompileUsage[];
 extern const char kBenchUsage[];

@@ -3,6 +3,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -29,12 +30,29 @@ std::optional<uint32_t> parseMetalStd(const std::string& s) {
 
 }  // namespace
 
+std::string moduleFileStem(const std::string& entry) {
+  // File systems allow 255 bytes a name; MLX's entry names reach 300+. A long name keeps its first 160 bytes and
+  // gains a hash of the whole name (FNV-1a, stable across runs and machines); the JSON keeps the full name.
+  constexpr size_t kMaxStem = 200;
+  bool plain = entry.size() <= kMaxStem && entry.find('/') == std::string::npos;
+  if (plain) return entry;
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : entry) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  std::string stem = entry.substr(0, 160);
+  for (char& c : stem)
+    if (c == '/') c = '_';
+  return stem + "-" + hex;
+}
+
 extern const char kCompileUsage[] =
-    R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [--json] [--asm] [--ir]
+    R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [-j N] [--json] [--asm] [--ir]
       [-x metal] [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-fsyntax-only] [-ferror-limit=N] [-W...] [-c]
-    Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json). The second
-    line's flags are those of Apple's `metal` compiler (as MLX's build passes them): language version, fast math,
-    diagnostics only, error limit, warnings; -x metal and -c change nothing.
+    Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json), -j N entry
+    points at a time (default: one per core). The second line's flags are those of Apple's `metal` compiler (as
+    MLX's build passes them): language version, fast math, diagnostics only, error limit, warnings; -x metal and
+    -c change nothing.
 )";
 
 int compileCommand(const Args& args) {
@@ -85,6 +103,12 @@ int compileCommand(const Args& args) {
       options.errorLimit = static_cast<uint32_t>(n);
     } else if (a.rfind("-W", 0) == 0 && a.size() > 2) {
       options.warnings.push_back(a);
+    } else if (a == "-j") {
+      if (i + 1 >= args.size()) return usageError("compile", "-j needs a value");
+      char* end = nullptr;
+      unsigned long n = std::strtoul(args[++i].c_str(), &end, 10);
+      if (!end || *end || args[i].empty()) return usageError("compile", "bad value for -j: '" + args[i] + "'");
+      options.jobs = static_cast<unsigned>(n);
     } else if (a == "-c") {
       // Compile-only, as in `metal -c`: what m2v compile always does.
     } else if (a == "--json") {
@@ -118,7 +142,7 @@ int compileCommand(const Args& args) {
     if (options.keepLoweredIR) std::cout << k.loweredIR;
     if (assembly) std::cout << spirv::disassembleModule(k.spirv);
     if (!writeFiles) continue;
-    std::string base = outDir + "/" + k.reflection.entry;
+    std::string base = outDir + "/" + moduleFileStem(k.reflection.entry);
     std::ofstream spv(base + ".spv", std::ios::binary);
     spv.write(reinterpret_cast<const char*>(k.spirv.data()), static_cast<std::streamsize>(k.spirv.size() * 4));
     std::ofstream(base + ".json") << toJson(k.reflection) << "\n";

@@ -18,11 +18,11 @@ template <class To, class F> inline constexpr bool metal_converts_v =
     shape<F>::ok && shape<To>::ok && !__is_class(F) &&
     ((shape<F>::is_vec && shape<To>::is_vec) || (same_v<elem_t<To>, half> && same_v<elem_t<F>, bfloat>) ||
      (same_v<elem_t<To>, bfloat> && same_v<elem_t<F>, half>));
-// (a const reference: a vector element, `v.y`, binds to nothing else; no Metal code casts to a non-const
-// reference through a template parameter)
-template <class To, class From> constexpr __M2V_F To static_cast_(const From &v) {
-  if constexpr (metal_converts_v<To, typename remove_cvref<From>::type>)
-    return cvt<To>(static_cast<value_t<typename remove_cvref<From>::type>>(v));
+// (by value: the deduced type loses the address space and const of `in[i]`, and a vector element, `v.y`, binds
+// to nothing else; Metal code does not cast to a reference through a template parameter)
+template <class To, class From> constexpr __M2V_F To static_cast_(From v) {
+  if constexpr (metal_converts_v<To, From>)
+    return cvt<To>(static_cast<value_t<From>>(v));
   else
     return static_cast<To>(v);
 }
