@@ -26,6 +26,14 @@ void Diagnostics::report(Diagnostic d) {
   diags_.push_back(std::move(d));
 }
 
+void Diagnostics::rollback(size_t count) {
+  if (count >= diags_.size()) return;
+  diags_.resize(count);
+  status_ = Status::Ok;
+  for (const Diagnostic& d : diags_)
+    if (static_cast<int>(statusOf(d.severity)) > static_cast<int>(status_)) status_ = statusOf(d.severity);
+}
+
 std::string Diagnostics::format(const Diagnostic& d) {
   static const char* names[] = {"note", "warning", "error", "error: unsupported", "internal error"};
   std::string out;

@@ -8,6 +8,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/Support/thread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -92,9 +93,11 @@ std::vector<EntryResult> compileEntries(const llvm::Module& module, const std::v
     llvm::raw_svector_ostream os(bitcode);
     llvm::WriteBitcodeToFile(module, os);
   }
-  std::vector<std::thread> helpers;
+  // (a large stack, as the command's own thread has: clang and LLVM recurse deeply on big kernels)
+  constexpr unsigned kStackBytes = 512u << 20;
+  std::vector<llvm::thread> helpers;
   for (unsigned t = 1; t < threads; ++t) {
-    helpers.emplace_back([&, t] {
+    helpers.emplace_back(std::optional<unsigned>(kStackBytes), [&] {
       llvm::LLVMContext context;
       auto m = llvm::parseBitcodeFile(llvm::MemoryBufferRef(llvm::StringRef(bitcode.data(), bitcode.size()), "m2v"),
                                       context);
@@ -106,7 +109,7 @@ std::vector<EntryResult> compileEntries(const llvm::Module& module, const std::v
     });
   }
   work(module);
-  for (std::thread& h : helpers) h.join();
+  for (llvm::thread& h : helpers) h.join();
   return results;
 }
 

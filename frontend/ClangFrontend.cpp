@@ -23,6 +23,7 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/VirtualFileSystem.h>
 
+#include <cctype>
 #include <mutex>
 #include <set>
 
@@ -138,7 +139,7 @@ class RewritingFileSystem : public llvm::vfs::ProxyFileSystem {
     auto buf = getUnderlyingFS().getBufferForFile(path);
     if (!buf) return nullptr;
     std::string original = (*buf)->getBuffer().str();
-    RewrittenSource rw = rewriteMetalSource(original, &sources_.rewriteContext());
+    RewrittenSource rw = rewriteMetalSource(original, &sources_.rewriteContext(), path);
     sources_.add(path, std::move(original), std::move(rw));
     return &sources_.rewritten(path)->text;
   }
@@ -182,6 +183,7 @@ class DiagnosticForwarder : public clang::DiagnosticConsumer {
     if (info.hasSourceManager() && info.getLocation().isValid()) {
       const clang::SourceManager& sm = info.getSourceManager();
       clang::SourceLocation loc = sm.getFileLoc(info.getLocation());
+      if (llvm::StringRef(d.message).starts_with("illegal vector component name") && rememberSwizzle(sm, loc)) return;
       // A diagnostic of our own headers' making is reported where the user's code included them.
       while (unsupported && loc.isValid() && sm.getFilename(loc).starts_with(kStdlibRoot))
         loc = sm.getIncludeLoc(sm.getFileID(loc));
@@ -193,6 +195,29 @@ class DiagnosticForwarder : public clang::DiagnosticConsumer {
     for (Diagnostic& note : pendingNotes_) diags_.report(std::move(note));
     pendingNotes_.clear();
   }
+
+ private:
+  // Where clang rejected a component name that is a valid swizzle (so the vector is a bool vector): kept for a
+  // second attempt (see RewriteContext::boolSwizzles) instead of reported.
+  bool rememberSwizzle(const clang::SourceManager& sm, clang::SourceLocation loc) {
+    clang::PresumedLoc p = sm.getPresumedLoc(loc);
+    const RewrittenSource* rw = p.isValid() ? sources_.rewritten(p.getFilename()) : nullptr;
+    if (!rw) return false;
+    size_t offset = sm.getFileOffset(loc);
+    size_t end = offset;
+    while (end < rw->text.size() && (std::isalnum(static_cast<unsigned char>(rw->text[end])) || rw->text[end] == '_'))
+      ++end;
+    llvm::StringRef name(rw->text.data() + offset, end - offset);
+    if (name.empty() || name.size() > 4 ||
+        (name.find_first_not_of("xyzw") != llvm::StringRef::npos &&
+         name.find_first_not_of("rgba") != llvm::StringRef::npos))
+      return false;
+    swizzles_[p.getFilename()].insert(rw->originalOffset(offset));
+    return true;
+  }
+
+ public:
+  std::map<std::string, std::set<size_t>, std::less<>>& swizzles() { return swizzles_; }
 
  private:
   // "in file included from FILE:LINE" notes, innermost first, for a diagnostic in a header.
@@ -218,6 +243,7 @@ class DiagnosticForwarder : public clang::DiagnosticConsumer {
   Diagnostics& diags_;
   const SourceMap& sources_;
   bool stopped_ = false;
+  std::map<std::string, std::set<size_t>, std::less<>> swizzles_;
   clang::FileID lastFile_;
   std::vector<Diagnostic> pendingNotes_;
 };
@@ -565,8 +591,13 @@ void repairBoolVectorInserts(llvm::Module& m) {
 
 }  // namespace
 
-FrontendOutput runFrontend(const std::string& source, const std::string& name, const CompileOptions& options,
-                           SourceMap& sources, Diagnostics& diags) {
+namespace {
+
+// One parse of the translation unit. Bool-vector component names clang rejected are returned in `swizzles` (and
+// not reported) so that the caller can parse again with them rewritten.
+FrontendOutput parseOnce(const std::string& source, const std::string& name, const CompileOptions& options,
+                         SourceMap& sources, Diagnostics& diags,
+                         std::map<std::string, std::set<size_t>, std::less<>>& swizzles) {
   FrontendOutput out;
   out.context = std::make_unique<llvm::LLVMContext>();
 
@@ -580,7 +611,7 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
     std::set<std::string> visited{mainPath};
     collectIncludedContext(mainPath, source, options.includeDirs, sources.rewriteContext(), visited);
   }
-  sources.add(mainPath, source, rewriteMetalSource(source, &sources.rewriteContext()));
+  sources.add(mainPath, source, rewriteMetalSource(source, &sources.rewriteContext(), mainPath));
 
   auto overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(
       llvm::makeIntrusiveRefCnt<RewritingFileSystem>(llvm::vfs::getRealFileSystem(), sources));
@@ -636,13 +667,16 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   ci.createDiagnostics(forwarder.get(), false);
   ci.createFileManager();
 
+  bool ok;
   if (options.syntaxOnly) {
     KernelFactsAction facts(out, diags, sources);
-    ci.ExecuteAction(facts);
+    ok = ci.ExecuteAction(facts);
+    swizzles = std::move(forwarder->swizzles());
     return out;
   }
   MetalCodeGenAction action(out.context.get(), out, diags, sources);
-  bool ok = ci.ExecuteAction(action);
+  ok = ci.ExecuteAction(action);
+  swizzles = std::move(forwarder->swizzles());
   if (!ok || ci.getDiagnostics().hasErrorOccurred() || diags.hasErrors()) return out;
   out.module = action.takeModule();
   if (!out.module) {
@@ -656,6 +690,30 @@ FrontendOutput runFrontend(const std::string& source, const std::string& name, c
   if (llvm::verifyModule(*out.module, &os)) {
     diags.internal("clang produced invalid LLVM IR: " + err);
     out.module.reset();
+  }
+  return out;
+}
+
+}  // namespace
+
+FrontendOutput runFrontend(const std::string& source, const std::string& name, const CompileOptions& options,
+                           SourceMap& sources, Diagnostics& diags) {
+  std::map<std::string, std::set<size_t>, std::less<>> swizzles;
+  size_t reported = diags.all().size();
+  FrontendOutput out = parseOnce(source, name, options, sources, diags, swizzles);
+  // Bool-vector component names: parse again with them rewritten (the earlier attempt's diagnostics go). A swizzle
+  // of a swizzle (`b.rg.y`) shows only once the first is rewritten, hence a few rounds.
+  for (int round = 0; !swizzles.empty(); ++round) {
+    if (round == 4) {
+      diags.error(name + ": bool vector component names that could not be rewritten");
+      break;
+    }
+    diags.rollback(reported);
+    sources.clearFiles();
+    for (auto& [path, offsets] : swizzles)
+      sources.rewriteContext().boolSwizzles[path].insert(offsets.begin(), offsets.end());
+    swizzles.clear();
+    out = parseOnce(source, name, options, sources, diags, swizzles);
   }
   return out;
 }

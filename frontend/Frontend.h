@@ -50,6 +50,8 @@ class SourceMap {
   const RewrittenSource* rewritten(const std::string& path) const;
   // Diagnostics for `path` name it `shown` (the main file as the user named it).
   void setDisplayName(const std::string& path, const std::string& shown);
+  // Forgets the files (not the rewrite context), for another parse.
+  void clearFiles() { files_.clear(); }
   // Shared by the rewriting of every file of the translation unit, in the order they are read.
   RewriteContext& rewriteContext() { return context_; }
 

@@ -138,7 +138,10 @@ bool isBuiltinTypeKeyword(std::string_view n) {
 
 class Rewriter {
  public:
-  Rewriter(std::string_view src, RewriteContext& context) : src_(src), toks_(lex(src)), context_(context) {}
+  Rewriter(std::string_view src, RewriteContext& context, std::string_view path = {})
+      : src_(src), toks_(lex(src)), context_(context) {
+    if (auto it = context.boolSwizzles.find(path); it != context.boolSwizzles.end()) boolSwizzles_ = &it->second;
+  }
 
   void collect() {
     collectVectorAliases();
@@ -183,6 +186,10 @@ class Rewriter {
         continue;
       }
       if (t.kind != TokKind::Identifier) continue;
+      if (boolSwizzles_ && boolSwizzles_->count(t.begin) && prev(i, ".")) {
+        rewriteBoolSwizzle(i);
+        continue;
+      }
       if (t.text == "kernel" && next(i, "void")) {
         replace(t.begin, t.end, "__attribute__((annotate(\"m2v.kernel\")))");
       } else if (t.text == "threadgroup" && braceDepth > 0 && parenDepth == 0 && startsStatement(i) &&
@@ -395,6 +402,49 @@ class Rewriter {
       }
       if (storage) context_.storageMacros[std::string(toks_[k + 2].text)] = body;
     }
+  }
+
+  // `EXPR.xy` (EXPR a bool vector) -> `__m2v::swizzle<0, 1>(EXPR)`, a value. `name` is the component name's token.
+  void rewriteBoolSwizzle(size_t name) {
+    std::string indices;
+    for (char c : toks_[name].text) {
+      size_t k = std::string_view("xyzw").find(c);
+      if (k == std::string_view::npos) k = std::string_view("rgba").find(c);
+      if (k == std::string_view::npos) return;  // not a component name: leave clang's error
+      indices += (indices.empty() ? "" : ", ") + std::to_string(k);
+    }
+    // the postfix expression before the `.`: names, `::`, `.`, `->`, calls and subscripts, or a parenthesized one
+    size_t k = name - 1;
+    while (k > 0) {
+      std::string_view w = toks_[k - 1].text;
+      if (w == ")" || w == "]") {
+        std::string_view open = w == ")" ? "(" : "[";
+        int depth = 0;
+        size_t j = k - 1;
+        for (;; --j) {
+          if (toks_[j].text == w) ++depth;
+          if (toks_[j].text == open && --depth == 0) break;
+          if (j == 0) return;
+        }
+        k = j;
+        if (k > 0 && (toks_[k - 1].kind == TokKind::Identifier || toks_[k - 1].text == "]" ||
+                      toks_[k - 1].text == ")" || toks_[k - 1].text == ">"))
+          continue;  // a call or subscript: its callee or array comes first
+        break;
+      }
+      if (toks_[k - 1].kind == TokKind::Identifier) {
+        --k;
+        if (k >= 2 && (toks_[k - 1].text == "." || toks_[k - 1].text == "->" || toks_[k - 1].text == "::")) {
+          --k;
+          continue;
+        }
+        break;
+      }
+      break;
+    }
+    if (k == name - 1) return;
+    replace(toks_[k].begin, toks_[k].begin, "__m2v::swizzle<" + indices + ">(");
+    replace(toks_[name - 1].begin, toks_[name].end, ")");
   }
 
   bool isVectorType(std::string_view name) const {
@@ -771,11 +821,16 @@ class Rewriter {
   RewrittenSource finish() {
     // At one position insertions come first, then the larger edit wins (a removed declaration over a rewrite
     // inside it).
-    std::stable_sort(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
+    // Of two insertions at one position the later-made comes first: it opens the outer of two nested wraps
+    // (`b.rg.y` -> `swizzle<1>(swizzle<0, 1>(b))`).
+    for (size_t k = 0; k < pending_.size(); ++k) pending_[k].order = k;
+    std::sort(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
       if (a.begin != b.begin) return a.begin < b.begin;
       bool ai = a.begin == a.end, bi = b.begin == b.end;
       if (ai != bi) return ai;
-      return a.end > b.end;
+      if (ai) return a.order > b.order;
+      if (a.end != b.end) return a.end > b.end;
+      return a.order < b.order;
     });
     RewrittenSource out;
     size_t pos = 0;
@@ -794,11 +849,13 @@ class Rewriter {
   struct PendingEdit {
     size_t begin, end;
     std::string text;
+    size_t order = 0;  // when it was made
   };
   std::string_view src_;
   std::vector<Token> toks_;
   std::vector<PendingEdit> pending_;
   RewriteContext& context_;
+  const std::set<size_t>* boolSwizzles_ = nullptr;  // this file's, when the front end found any
   std::vector<size_t> scopes_;                              // the `{` of each enclosing brace scope
   std::vector<bool> codeScopes_;                            // whether each enclosing brace scope holds statements
   std::set<std::pair<size_t, std::string>> seenMethods_;  // (scope, signature) of address-space-qualified methods
@@ -847,9 +904,9 @@ std::vector<std::pair<std::string, bool>> includeDirectives(std::string_view s) 
   return out;
 }
 
-RewrittenSource rewriteMetalSource(std::string_view source, RewriteContext* context) {
+RewrittenSource rewriteMetalSource(std::string_view source, RewriteContext* context, std::string_view path) {
   RewriteContext local;
-  return Rewriter(source, context ? *context : local).run();
+  return Rewriter(source, context ? *context : local, path).run();
 }
 
 }  // namespace m2v::frontend

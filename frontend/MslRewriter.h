@@ -36,11 +36,16 @@ struct RewriteContext {
   // Object-like macros whose body declares storage (`#define STEEL_CONST static constant constexpr const`): a
   // function constant declared through one is rewritten from the macro's body.
   std::map<std::string, std::string, std::less<>> storageMacros;
+  // Component names of bool vectors (`b.xy`), by file and offset of the name in the original text: clang rejects
+  // them, so the front end learns where they are from its first attempt and parses again with these rewritten to
+  // __m2v::swizzle<0, 1>(b).
+  std::map<std::string, std::set<size_t>, std::less<>> boolSwizzles;
 };
 
 // Rewrites one file. Vector aliases declared in it are added to `context` (when given) before the rewrite, so
 // they count in the whole file and in every file rewritten after it.
-RewrittenSource rewriteMetalSource(std::string_view source, RewriteContext* context = nullptr);
+RewrittenSource rewriteMetalSource(std::string_view source, RewriteContext* context = nullptr,
+                                   std::string_view path = {});
 
 // Adds what `source` declares to `context` without rewriting it (for the headers a file includes, which clang
 // opens only after the file itself is rewritten).

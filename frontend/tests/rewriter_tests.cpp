@@ -83,6 +83,15 @@ TEST(Rewriter, ConditionalOperandsBecomeValues) {
   EXPECT_EQ(rewrite("y = c ? cast<U>(r) : z;"), "y = c ? __m2v::value(cast<U>(r)) : __m2v::value(z);");
 }
 
+TEST(Rewriter, BoolSwizzlesAtTheSitesTheFrontEndFound) {
+  // the front end records the offsets of the component names clang rejected; only those are rewritten
+  std::string src = "x = b.xy; y = f(a)[i].z; z = c.xy;";
+  RewriteContext context;
+  context.boolSwizzles["k.metal"] = {src.find("xy"), src.find(".z") + 1};
+  EXPECT_EQ(rewriteMetalSource(src, &context, "k.metal").text,
+            "x = __m2v::swizzle<0, 1>(b); y = __m2v::swizzle<2>(f(a)[i]); z = c.xy;");
+}
+
 TEST(Rewriter, CoherentBecomesVolatile) {
   EXPECT_EQ(rewrite("volatile coherent(system) device uint* p"), "volatile                  device uint* p");
   EXPECT_EQ(rewrite("coherent(device) device uint* p"), "volatile device uint* p");

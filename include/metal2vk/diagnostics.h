@@ -35,6 +35,8 @@ class Diagnostics {
   void internal(std::string message) { report({Severity::Internal, {}, 0, 0, std::move(message), {}}); }
 
   const std::vector<Diagnostic>& all() const { return diags_; }
+  // Drops the diagnostics reported after the first `count` (and their effect on the status).
+  void rollback(size_t count);
   bool hasErrors() const { return status_ != Status::Ok; }
   // The most serious failure reported so far, as an exit status.
   Status status() const { return status_; }

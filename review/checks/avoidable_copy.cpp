@@ -35,15 +35,16 @@ void checkAvoidableCopy(const Site& s, Out& out) {
     out.push_back(c);
     return;
   }
-  if (s.is(s.rules.copyCalls) && ev.args.size() >= 2) {
-    Origin src = s.originOfArg(0), dst = s.originOfArg(1);
+  if (s.is(s.rules.copyCalls) && ev.args.size() >= 1 && !s.inCopyHelper()) {
+    Origin src = s.originOfArg(0), dst = ev.args.size() >= 2 ? s.originOfArg(1) : Origin();
     if (src.kind == Origin::Lazy) return;  // hidden-materialization reports it
     if (dst.kind == Origin::Output && src.kind == Origin::Placeholder) {
       Candidate c{"avoidable-copy", "copy-back"};
       c.problem = code(ev.text) + " copies the temporary `" + src.var + "` (" + src.how +
                   ") back into the output after computing into it.";
-      c.why = "An extra full-size copy dispatch and a second buffer for every call; the kernel could write the "
-              "output directly.";
+      c.why =
+          "An extra full-size copy dispatch and a second buffer for every call; the kernel could write the "
+          "output directly.";
       c.direction = "Dispatch the kernel on the output buffer (with output strides if needed) and drop the temporary.";
       out.push_back(c);
       return;
@@ -60,12 +61,15 @@ void checkAvoidableCopy(const Site& s, Out& out) {
       return;
     }
     Candidate c{"avoidable-copy", "contiguous"};
-    c.problem = code(ev.text) + " copies `" + ev.args[0] + "` into contiguous memory unconditionally, even when it is "
+    c.problem = code(ev.text) + " copies `" + ev.args[0] +
+                "` into contiguous memory unconditionally, even when it is "
                 "already contiguous.";
-    c.why = "A full extra read and write of the tensor plus an allocation on every call, on the common contiguous "
-            "case where it buys nothing.";
-    c.direction = "Copy only when the layout requires it (check flags().row_contiguous / strides), or give the kernel "
-                  "strides so no copy is needed.";
+    c.why =
+        "A full extra read and write of the tensor plus an allocation on every call, on the common contiguous "
+        "case where it buys nothing.";
+    c.direction =
+        "Copy only when the layout requires it (check flags().row_contiguous / strides), or give the kernel "
+        "strides so no copy is needed.";
     out.push_back(c);
     return;
   }
@@ -83,8 +87,8 @@ void checkAvoidableCopy(const Site& s, Out& out) {
         if (anyRegex({s.rules.wideCastPattern}, e.args[i])) backWide = true;
       if (backWide) continue;
       Candidate c{"avoidable-copy", "cast-roundtrip"};
-      c.problem = code(ev.text) + " widens to float32 and " + code(e.text) + " at " + s.at(e.line) +
-                  " casts the result back.";
+      c.problem =
+          code(ev.text) + " widens to float32 and " + code(e.text) + " at " + s.at(e.line) + " casts the result back.";
       c.why = "Two extra full-tensor cast passes and a float32 temporary of twice the size on every call.";
       c.direction = "Compute in the input precision with float32 accumulation inside the kernel.";
       out.push_back(c);

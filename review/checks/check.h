@@ -15,15 +15,16 @@ namespace m2v::review {
 struct Origin {
   enum Kind { Unknown, Input, Output, Lazy, Host, Placeholder };
   Kind kind = Unknown;
-  std::string var;   // variable as named where it was built
-  std::string how;   // "`reshape(x, {n})` at a.cpp:12"
-  int frame = -1;    // frame index where it was built (-1: unknown)
+  std::string var;  // variable as named where it was built
+  std::string how;  // "`reshape(x, {n})` at a.cpp:12"
+  int frame = -1;   // frame index where it was built (-1: unknown)
 };
 
 struct Frame {
   const Function* fn = nullptr;
-  const Event* site = nullptr;  // the call in the previous frame that entered this one
+  const Event* site = nullptr;          // the call in the previous frame that entered this one
   std::map<std::string, Origin> bound;  // parameter -> origin of the argument
+  bool entry = true;                    // frame 0 is a pipeline entry (its array parameters are graph inputs)
 };
 
 class Site {
@@ -35,6 +36,7 @@ class Site {
   const Rules& rules;
   const Codebase& cb;
   const Function& fn;
+  std::string callDispatches;  // for a call inside a loop: the callee (qualified) when it records a dispatch
 
   int frameIndex() const { return static_cast<int>(frames.size()) - 1; }
   bool is(const std::vector<std::string>& names) const;  // callee matches (calls only)
@@ -49,6 +51,11 @@ class Site {
   std::string at(unsigned line) const { return rel(fn.file) + ":" + std::to_string(line); }
   const Event* laterDerefOf(const std::string& var) const;  // first pointer read of var after the event
   const Cond* branchOn(const std::string& var) const;       // a condition in fn that reads var
+  // A condition of this function that holds only for unevaluated arrays (still has a primitive, no buffer yet).
+  const Cond* unevaluatedBranch() const;
+  // A condition on the path that matches and holds in the positive sense (if / case, not else / early return).
+  const Cond* positiveCondMatching(const std::vector<std::string>& regexes) const;
+  bool inCopyHelper() const;  // the current function is itself a copy helper (its own internals are not findings)
 };
 
 struct Candidate {
@@ -56,9 +63,9 @@ struct Candidate {
   explicit Candidate(std::string c, std::string r = "") : check(std::move(c)), rule(std::move(r)) {}
   std::string check, rule;
   std::string problem, why, direction;
-  unsigned line = 0;         // 0: the event's line
+  unsigned line = 0;  // 0: the event's line
   bool nonIssue = false;
-  std::string reason;        // for non-issues
+  std::string reason;  // for non-issues
 };
 using Out = std::vector<Candidate>;
 
@@ -68,7 +75,7 @@ struct DataAccess {
   bool inLoop = false;
   bool write = false;
   unsigned accessLine = 0;
-  std::string how;          // "read at a.cpp:20 in loop `for (...)`"
+  std::string how;  // "read at a.cpp:20 in loop `for (...)`"
 };
 DataAccess classifyData(const Site& s);
 bool isCpuFallback(const Site& s);

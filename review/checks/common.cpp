@@ -9,7 +9,8 @@ bool Site::is(const std::vector<std::string>& names) const {
 }
 
 std::string Site::rel(const std::string& file) const {
-  if (file.size() > cb.root.size() && file.compare(0, cb.root.size(), cb.root) == 0) return file.substr(cb.root.size() + 1);
+  if (file.size() > cb.root.size() && file.compare(0, cb.root.size(), cb.root) == 0)
+    return file.substr(cb.root.size() + 1);
   return file;
 }
 
@@ -20,12 +21,18 @@ std::string code(const std::string& s) {
 
 std::string originText(const Origin& o) {
   switch (o.kind) {
-    case Origin::Lazy: return "lazily built by " + o.how;
-    case Origin::Input: return "a graph input of the primitive";
-    case Origin::Output: return "the primitive's output";
-    case Origin::Host: return "built on the host by " + o.how;
-    case Origin::Placeholder: return "a temporary allocated by " + o.how;
-    default: return "of unknown origin";
+    case Origin::Lazy:
+      return "lazily built by " + o.how;
+    case Origin::Input:
+      return "a graph input of the primitive";
+    case Origin::Output:
+      return "the primitive's output";
+    case Origin::Host:
+      return "built on the host by " + o.how;
+    case Origin::Placeholder:
+      return "a temporary allocated by " + o.how;
+    default:
+      return "of unknown origin";
   }
 }
 
@@ -50,7 +57,11 @@ static Origin resolve(const Site& s, int frame, const std::string& var, unsigned
   // latest whole-variable reassignment before the line
   const Event* last = nullptr;
   for (auto& e : fn.events)
-    if (e.kind == "assign" && e.receiverVar == var && e.line < line) last = &e;
+    if (e.kind == "assign" && e.receiverVar == var && e.line < line) {
+      // `x = helper(x)`: the assignment that encloses the event being judged is not where x came from
+      if (frame == s.frameIndex() && e.line == s.ev.line && e.text.find(s.ev.text) != std::string::npos) continue;
+      last = &e;
+    }
   if (last) {
     if (last->qualName == "op") {
       if (std::find(s.rules.lazyOps.begin(), s.rules.lazyOps.end(), last->templateArgs) != s.rules.lazyOps.end()) {
@@ -75,13 +86,14 @@ static Origin resolve(const Site& s, int frame, const std::string& var, unsigned
   if (v->isParam) {
     auto it = fr.bound.find(var);
     if (it != fr.bound.end()) return it->second;
-    if (frame == 0) {
+    if (frame == 0 && s.frames[0].entry) {
       bool isArray = false;
       for (auto& t : s.rules.arrayTypes)
         if (v->type.find(t) != std::string::npos) isArray = true;
       if (!isArray) return o;
       o.frame = 0;
-      bool isOut = std::find(s.rules.outputParams.begin(), s.rules.outputParams.end(), var) != s.rules.outputParams.end();
+      bool isOut =
+          std::find(s.rules.outputParams.begin(), s.rules.outputParams.end(), var) != s.rules.outputParams.end();
       o.kind = isOut ? Origin::Output : Origin::Input;
       return o;
     }
@@ -97,8 +109,10 @@ static Origin resolve(const Site& s, int frame, const std::string& var, unsigned
   }
   if (v->initKind == "host" || v->initKind == "placeholder") {
     o.kind = v->initKind == "host" ? Origin::Host : Origin::Placeholder;
-    o.how = code(v->name + (v->initText.empty() || v->initText[0] == '(' || v->initText[0] == '{' ? v->initText : " = " + v->initText)) +
-            " at " + at(v->line);
+    o.how =
+        code(v->name + (v->initText.empty() || v->initText[0] == '(' || v->initText[0] == '{' ? v->initText
+                                                                                              : " = " + v->initText)) +
+        " at " + at(v->line);
     o.frame = frame;
     return o;
   }
@@ -132,7 +146,7 @@ bool Site::isArrayVar(const std::string& var) const {
   if (type.empty() && var == arrayVar() && !ev.receiverType.empty()) type = ev.receiverType;
   for (auto& t : rules.arrayTypes)
     if (type.find(t) != std::string::npos) return true;
-  if (v && v->type == "auto" ) return true;
+  if (v && v->type == "auto") return true;
   if (v && (v->initKind == "op") &&
       std::find(rules.lazyOps.begin(), rules.lazyOps.end(), v->initCallee) != rules.lazyOps.end())
     return true;
@@ -161,6 +175,29 @@ const Cond* Site::condMatching(const std::vector<std::string>& regexes) const {
   return nullptr;
 }
 
+static bool negatedMatch(const std::string& text, const std::string& pat) {
+  return anyRegex({"!\\s*[\\w.>()\\-]*" + pat, "!=\\s*(\\w+::)*" + pat}, text);
+}
+
+const Cond* Site::unevaluatedBranch() const {
+  for (auto& c : ev.conds)
+    for (auto& p : rules.unevaluatedCondPatterns) {
+      if (!anyRegex({p}, c.text)) continue;
+      bool neg = negatedMatch(c.text, p);
+      bool positive = c.kind == "if" || c.kind == "?:";
+      if (positive ? !neg : neg) return &c;
+    }
+  return nullptr;
+}
+
+const Cond* Site::positiveCondMatching(const std::vector<std::string>& regexes) const {
+  for (auto* c : conds())
+    if ((c->kind == "if" || c->kind == "?:" || c->kind == "case") && anyRegex(regexes, c->text)) return c;
+  return nullptr;
+}
+
+bool Site::inCopyHelper() const { return nameMatches(rules.copyCalls, fn.name, fn.qualName); }
+
 const Event* Site::laterDerefOf(const std::string& var) const {
   for (auto& e : fn.events)
     if (e.kind == "deref" && e.receiverVar == var && e.line >= ev.line) return &e;
@@ -183,6 +220,7 @@ DataAccess classifyData(const Site& s) {
   if (ev.use == "subscript" || ev.use == "deref" || ev.use == "cond") {
     d.hostAccess = true;
     d.accessLine = ev.line;
+    d.write = ev.isWrite;  // `x.data<T>()[i] = v`: the subscript is an assignment target
     d.inLoop = !ev.loops.empty();
     d.how = "read directly at " + s.at(ev.line) + loopText(ev.loops);
     return d;
@@ -194,7 +232,8 @@ DataAccess classifyData(const Site& s) {
       d.accessLine = r->line;
       d.inLoop = !r->loops.empty();
       d.write = r->isWrite;
-      d.how = std::string(r->isWrite ? "written" : "read") + " through `" + p + "` at " + s.at(r->line) + loopText(r->loops);
+      d.how = std::string(r->isWrite ? "written" : "read") + " through `" + p + "` at " + s.at(r->line) +
+              loopText(r->loops);
       return d;
     }
     for (auto& e : s.fn.events)
@@ -230,8 +269,10 @@ bool isCpuFallback(const Site& s) {
 
 const std::vector<CheckInfo>& allChecks() {
   static const std::vector<CheckInfo> checks = {
-      {"host-sync", checkHostSync, "eval()/wait() of lazily built arrays, synchronize, wait-idle, fence waits, polling"},
-      {"cpu-extraction", checkCpuExtraction, "item<T>(), host reads through data<T>()/raw_ptr(), host loops, read-back branches"},
+      {"host-sync", checkHostSync,
+       "eval()/wait() of lazily built arrays, synchronize, wait-idle, fence waits, polling"},
+      {"cpu-extraction", checkCpuExtraction,
+       "item<T>(), host reads through data<T>()/raw_ptr(), host loops, read-back branches"},
       {"cpu-fallback", checkCpuFallback, "eval_cpu or CPU kernels called from the GPU path"},
       {"avoidable-copy", checkAvoidableCopy, "unconditional contiguous copies, staging, cast round trips, copy-back"},
       {"scalar-fast-path", checkScalarFastPath, "host-side scalar or small-tensor fast paths"},

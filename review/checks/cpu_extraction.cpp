@@ -19,15 +19,17 @@ void checkCpuExtraction(const Site& s, Out& out) {
     }
     Candidate c{"cpu-extraction", "item"};
     c.problem = code(ev.text) + " evaluates `" + var + "` (" + originText(o) + ") and copies it to the host";
-    if (ev.inCondition) c.problem += ", and the branch depends on the value";
+    if (ev.inCondition)
+      c.problem += ", and the branch depends on the value";
     else if (ev.use.rfind("var:", 0) == 0)
       if (const Cond* b = s.branchOn(ev.use.substr(4)))
         c.problem += "; the value drives the branch " + code(b->text) + " at " + s.at(b->line);
     c.problem += ".";
     c.why = "item() is eval plus a host read: the host waits for the GPU to finish everything that produces `" + var +
             "`, breaking the asynchronous pipeline on every call.";
-    c.direction = "Keep the value on the device: pass it to the kernel as a buffer binding and branch on the GPU "
-                  "(or specialize on a host-known quantity such as shape or dtype).";
+    c.direction =
+        "Keep the value on the device: pass it to the kernel as a buffer binding and branch on the GPU "
+        "(or specialize on a host-known quantity such as shape or dtype).";
     out.push_back(c);
     return;
   }
@@ -51,13 +53,24 @@ void checkCpuExtraction(const Site& s, Out& out) {
       }
       return;
     }
+    if (o.kind == Origin::Placeholder && o.frame == s.frameIndex() && d.write && !d.inLoop) {
+      Candidate c{"cpu-extraction"};
+      c.nonIssue = true;
+      c.reason = code(ev.text) + " fills `" + var + "` (" + originText(o) +
+                 ") on the host before any GPU work uses it: nothing to wait for.";
+      out.push_back(c);
+      return;
+    }
     Candidate c{"cpu-extraction", d.inLoop ? "host-loop" : "host-read"};
     c.problem = std::string(d.inLoop ? "Host loop over tensor data: " : "Host access to GPU buffer: ") + code(ev.text) +
                 " of `" + var + "` (" + originText(o) + ") is " + d.how + ".";
-    c.why = "The host can touch the buffer only after the GPU work writing it has finished: an implicit wait and a "
-            "flush per operation" + std::string(d.inLoop ? ", then element-by-element work on the CPU." : ".");
-    c.direction = "Do the work in a compute dispatch on the device buffer (or a device fill/copy); keep host access "
-                  "to arrays built on the host.";
+    c.why =
+        "The host can touch the buffer only after the GPU work writing it has finished: an implicit wait and a "
+        "flush per operation" +
+        std::string(d.inLoop ? ", then element-by-element work on the CPU." : ".");
+    c.direction =
+        "Do the work in a compute dispatch on the device buffer (or a device fill/copy); keep host access "
+        "to arrays built on the host.";
     out.push_back(c);
   }
 }

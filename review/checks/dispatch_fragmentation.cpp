@@ -4,12 +4,14 @@
 namespace m2v::review {
 
 void checkDispatchFragmentation(const Site& s, Out& out) {
-  if (!s.is(s.rules.dispatchCalls)) return;
+  if (!s.is(s.rules.dispatchCalls) && s.callDispatches.empty()) return;
   auto loops = s.loops();
   if (loops.empty()) return;
   const Loop* bad = nullptr;
   for (auto* l : loops)
-    if (l->constBound < 0 || l->constBound > s.rules.smallPassBound) bad = l;
+    if ((l->constBound < 0 || l->constBound > s.rules.smallPassBound) &&
+        !anyRegex(s.rules.smallLoopPatterns, l->header))
+      bad = l;
   if (!bad) {
     Candidate c{"dispatch-fragmentation"};
     c.nonIssue = true;
@@ -19,10 +21,13 @@ void checkDispatchFragmentation(const Site& s, Out& out) {
     return;
   }
   Candidate c{"dispatch-fragmentation", "loop"};
-  c.problem = code(s.ev.text) + " is recorded once per iteration of " + code(bad->header) + ".";
+  c.problem = code(s.ev.text) +
+              (s.callDispatches.empty() ? "" : " (which records a dispatch in `" + s.callDispatches + "`)") +
+              " is recorded once per iteration of " + code(bad->header) + ".";
   c.why = "Many tiny dispatches: per-dispatch overhead and barriers dominate and the GPU is underoccupied.";
-  c.direction = "Fold the loop into the grid (one dispatch with the loop index as a grid dimension) or batch the "
-                "indices into one kernel.";
+  c.direction =
+      "Fold the loop into the grid (one dispatch with the loop index as a grid dimension) or batch the "
+      "indices into one kernel.";
   out.push_back(c);
 }
 

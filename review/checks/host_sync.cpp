@@ -13,7 +13,8 @@ void checkHostSync(const Site& s, Out& out) {
     Candidate c;
     c.check = "host-sync";
     c.nonIssue = true;
-    c.reason = code(ev.text) + " waits on the GPU timeline (recorded into the command buffer); the host does not block.";
+    c.reason =
+        code(ev.text) + " waits on the GPU timeline (recorded into the command buffer); the host does not block.";
     out.push_back(c);
     return;
   }
@@ -24,20 +25,41 @@ void checkHostSync(const Site& s, Out& out) {
       Candidate c{"host-sync", "blocking-wait"};
       c.problem = code(ev.text) + " blocks the host until the GPU signals the event.";
       c.why = "The CPU stops recording while the GPU drains; the next operations cannot be queued behind this one.";
-      c.direction = "Express the dependency on the GPU (barrier, timeline semaphore or event recorded in the stream) "
-                    "and let the host wait once at the end of the graph.";
+      c.direction =
+          "Express the dependency on the GPU (barrier, timeline semaphore or event recorded in the stream) "
+          "and let the host wait once at the end of the graph.";
       out.push_back(c);
       return;
     }
     if (!array) return;
     Origin o = s.originOf(var);
+    if (ev.name == "wait") {
+      const Cond* unevaluated = s.unevaluatedBranch();
+      bool lazy = o.kind == Origin::Lazy;
+      if (unevaluated || lazy) {
+        Candidate c{"host-sync", "wait"};
+        c.problem = code(ev.text) + " blocks the host until `" + var + "` is produced" +
+                    (unevaluated ? " (" + code(unevaluated->text) + ": it has no data yet)" : ", " + originText(o)) +
+                    ".";
+        c.why =
+            "The CPU stops recording until other GPU work finishes: the stream drains and the next operations "
+            "cannot be queued behind this one.";
+        c.direction =
+            "Order the producer before this operation on the GPU (event or semaphore in the stream) "
+            "instead of waiting on the host; the scheduler already orders graph inputs.";
+        out.push_back(c);
+        return;
+      }
+    }
     if (o.kind == Origin::Lazy && o.frame == s.frameIndex()) {
       Candidate c{"host-sync", "eval-lazy"};
       c.problem = code(ev.text) + " evaluates `" + var + "`, " + originText(o) + ", and waits for it on the host.";
-      c.why = "A nested graph evaluation is submitted and the host blocks until it finishes: the command stream is "
-              "broken and the GPU idles while the host catches up.";
-      c.direction = "Record the op's work directly into the stream (view or strided kernel on the input) instead of "
-                    "building and evaluating a temporary graph; if unavoidable, NYI is preferable to a hidden sync.";
+      c.why =
+          "A nested graph evaluation is submitted and the host blocks until it finishes: the command stream is "
+          "broken and the GPU idles while the host catches up.";
+      c.direction =
+          "Record the op's work directly into the stream (view or strided kernel on the input) instead of "
+          "building and evaluating a temporary graph; if unavoidable, NYI is preferable to a hidden sync.";
       out.push_back(c);
     } else if (o.kind == Origin::Input) {
       Candidate c{"host-sync"};
@@ -55,10 +77,12 @@ void checkHostSync(const Site& s, Out& out) {
   if (s.is(s.rules.syncCalls)) {
     Candidate c{"host-sync", "synchronize"};
     c.problem = code(ev.text) + " waits on the host for all queued GPU work.";
-    c.why = "Every operation on this path drains the queue: the GPU idles between operations and the host cannot "
-            "run ahead to record the next ones.";
-    c.direction = "Remove the synchronize from the operation path; order dependent work with barriers inside the "
-                  "stream and synchronize once when the caller needs the result.";
+    c.why =
+        "Every operation on this path drains the queue: the GPU idles between operations and the host cannot "
+        "run ahead to record the next ones.";
+    c.direction =
+        "Remove the synchronize from the operation path; order dependent work with barriers inside the "
+        "stream and synchronize once when the caller needs the result.";
     out.push_back(c);
     return;
   }
@@ -66,8 +90,9 @@ void checkHostSync(const Site& s, Out& out) {
     Candidate c{"host-sync", "fence-wait"};
     c.problem = code(ev.text) + " blocks the host on a fence/semaphore of work just submitted.";
     c.why = "Submit-then-wait per operation serializes CPU and GPU: no overlap, one round trip per op.";
-    c.direction = "Batch submissions without a host wait; use timeline semaphores or barriers for dependencies and "
-                  "wait once at the end of the graph.";
+    c.direction =
+        "Batch submissions without a host wait; use timeline semaphores or barriers for dependencies and "
+        "wait once at the end of the graph.";
     out.push_back(c);
     return;
   }
@@ -91,7 +116,8 @@ void checkHostSync(const Site& s, Out& out) {
     }
     if (!spinning) return;
     Candidate c{"host-sync", "polling"};
-    c.problem = code(ev.text) + " is polled in loop " + code(spinning->header) + ": the host spins until the GPU is done.";
+    c.problem =
+        code(ev.text) + " is polled in loop " + code(spinning->header) + ": the host spins until the GPU is done.";
     c.why = "A host polling loop is a blocking wait that also burns a CPU core; nothing else is recorded meanwhile.";
     c.direction = "Do not wait inside the operation; chain the dependent work on the GPU timeline.";
     out.push_back(c);

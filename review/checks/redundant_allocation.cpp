@@ -13,10 +13,24 @@ static bool prefixOf(const std::vector<Cond>& a, const std::vector<Cond>& b) {
 void checkRedundantAllocation(const Site& s, Out& out) {
   if (s.ev.kind != "call") return;
   const Event& ev = s.ev;
+  if (s.is(s.rules.perDispatchAllocCalls) && s.loops().empty()) {
+    Candidate c{"redundant-allocation", "per-dispatch"};
+    c.problem = code(ev.text) + " creates a buffer (or pool, fence) for this one operation on every call.";
+    c.why =
+        "Allocation and release per dispatch: allocator or driver work on the recording path for data that "
+        "could live in push constants or a preallocated ring.";
+    c.direction =
+        "Pass small parameters as push constants, or suballocate from a per-stream ring/pool that is "
+        "recycled when the submission completes.";
+    out.push_back(c);
+    return;
+  }
   if (s.is(s.rules.allocCalls)) {
     const Loop* bad = nullptr;
     for (auto* l : s.loops())
-      if (l->constBound < 0 || l->constBound > s.rules.smallPassBound) bad = l;
+      if ((l->constBound < 0 || l->constBound > s.rules.smallPassBound) &&
+          !anyRegex(s.rules.smallLoopPatterns, l->header))
+        bad = l;
     if (!bad) return;
     Candidate c{"redundant-allocation", "in-loop"};
     c.problem = code(ev.text) + " allocates on every iteration of " + code(bad->header) + ".";
@@ -28,8 +42,8 @@ void checkRedundantAllocation(const Site& s, Out& out) {
   if (s.is(s.rules.setDataCalls) && !ev.receiverVar.empty()) {
     for (auto& e : s.fn.events) {
       if (&e == &ev || e.line >= ev.line) break;
-      if (e.kind == "call" && nameMatches(s.rules.setDataCalls, e.name, e.qualName) && e.receiverVar == ev.receiverVar &&
-          prefixOf(e.conds, ev.conds) && e.loops.size() == ev.loops.size()) {
+      if (e.kind == "call" && nameMatches(s.rules.setDataCalls, e.name, e.qualName) &&
+          e.receiverVar == ev.receiverVar && prefixOf(e.conds, ev.conds) && e.loops.size() == ev.loops.size()) {
         Candidate c{"redundant-allocation", "double"};
         c.problem = "`" + ev.receiverVar + "` is allocated again by " + code(ev.text) + " after " + code(e.text) +
                     " at " + s.at(e.line) + " on the same path.";

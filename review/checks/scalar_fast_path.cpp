@@ -5,7 +5,7 @@ namespace m2v::review {
 
 void checkScalarFastPath(const Site& s, Out& out) {
   if (s.ev.kind != "call") return;
-  const Cond* small = s.condMatching(s.rules.smallTensorPatterns);
+  const Cond* small = s.positiveCondMatching(s.rules.smallTensorPatterns);
   if (!small) return;
   std::string var = s.arrayVar();
   bool host = false;
@@ -23,10 +23,12 @@ void checkScalarFastPath(const Site& s, Out& out) {
   if (!host) return;
   Candidate c{"scalar-fast-path", "host"};
   c.problem = "Host-side small-tensor fast path under " + code(small->text) + " " + what + ".";
-  c.why = "Small tensors are common in decoding (scalars, single tokens): the fast path syncs the host with the GPU "
-          "on exactly the shapes that run every step, which costs far more than the dispatch it avoids.";
-  c.direction = "Drop the host fast path and use the regular kernel (or a tiny dispatch / push-constant variant) so "
-                "small shapes stay on the device.";
+  c.why =
+      "Small tensors are common in decoding (scalars, single tokens): the fast path syncs the host with the GPU "
+      "on exactly the shapes that run every step, which costs far more than the dispatch it avoids.";
+  c.direction =
+      "Drop the host fast path and use the regular kernel (or a tiny dispatch / push-constant variant) so "
+      "small shapes stay on the device.";
   out.push_back(c);
 }
 

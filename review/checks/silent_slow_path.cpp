@@ -5,19 +5,27 @@ namespace m2v::review {
 
 void checkSilentSlowPath(const Site& s, Out& out) {
   if (!isCpuFallback(s)) return;
-  const Cond* c0 = s.condMatching(s.rules.unsupportedPatterns);
+  // The case must be decided where the fallback is taken (a caller's layout or feature test is another matter).
+  const Cond* c0 = nullptr;
+  for (auto& c : s.ev.conds)
+    if (!c0 && (anyRegex(s.rules.unsupportedPatterns, c.text) ||
+                (!c.owner.empty() && anyRegex(s.rules.unsupportedPatterns, c.owner))))
+      c0 = &c;
   if (!c0)  // the default case of a switch over the dtype: every dtype not listed
-    for (auto* c : s.conds())
-      if (c->kind == "default" && c->owner.find("dtype") != std::string::npos) c0 = c;
+    for (auto& c : s.ev.conds)
+      if (c.kind == "default" && c.owner.find("dtype") != std::string::npos) c0 = &c;
   if (!c0) return;
   Candidate c{"silent-slow-path", "fallback"};
-  c.problem = "Unsupported case " + (c0->kind == "default" ? code("default:") + " of " + code("switch (" + c0->owner + ")")
-                                      : code(c0->kind == "case" ? c0->owner + " == " + c0->text : c0->text)) +
+  c.problem = "Unsupported case " +
+              (c0->kind == "default" ? code("default:") + " of " + code("switch (" + c0->owner + ")")
+                                     : code(c0->kind == "case" ? c0->owner + " == " + c0->text : c0->text)) +
               " silently falls back to " + code(s.ev.text) + ".";
-  c.why = "The user gets a correct but far slower, host-synchronizing path with no signal; the GPU chain breaks "
-          "every time the case is hit.";
-  c.direction = "Throw a not-yet-implemented error for the unsupported case (or implement it on the GPU) so the "
-                "slow path is visible.";
+  c.why =
+      "The user gets a correct but far slower, host-synchronizing path with no signal; the GPU chain breaks "
+      "every time the case is hit.";
+  c.direction =
+      "Throw a not-yet-implemented error for the unsupported case (or implement it on the GPU) so the "
+      "slow path is visible.";
   out.push_back(c);
 }
 

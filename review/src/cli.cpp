@@ -1,7 +1,14 @@
 // `m2v review` command line: parse arguments, parse the codebase, resolve the target, review, print.
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 
+#include "cache.h"
 #include "check.h"
 #include "config.h"
 #include "engine.h"
@@ -17,16 +24,84 @@ namespace m2v {
 
 static const char* kUsage =
     "usage: m2v review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE]\n"
-    "                  [--fail-on high|medium|low] [--disable CHECK]...\n"
+    "                  [--fail-on high|medium|low] [--disable CHECK]... [--no-cache] [--cache-dir DIR] [-j N] "
+    "[--full-parse]\n"
     "  TARGET: FILE | FUNCTION | CLASS | SYMBOL | --file F | --function F | --class C | --diff FILE |\n"
     "          --commit SHA | A..B (git range of the repository at PATH)\n"
     "  --list-checks: print the checks and exit\n";
+
+static bool readText(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+// Units whose text defines `name` (a line with a type before `name(`, not a call statement).
+static std::vector<size_t> definingUnits(const std::vector<std::string>& texts, const std::string& name) {
+  std::vector<size_t> out;
+  std::regex def(
+      "(^|\\n)[ \\t]*(?!return\\b|else\\b|case\\b|new\\b|delete\\b|throw\\b)[A-Za-z_][\\w:<>,\\*& ]*[\\s\\*&]"
+      "([A-Za-z_]\\w*::)*" +
+      name + "\\s*\\(");
+  for (size_t i = 0; i < texts.size(); ++i)
+    if (texts[i].find(name) != std::string::npos && std::regex_search(texts[i], def)) out.push_back(i);
+  return out;
+}
+
+// The units an entry target reaches: those defining it, then those defining what they call (names of calls and
+// function references that no parsed unit defines), to a fixed point. Empty when the target is not only entries or
+// is not found that way (the caller then parses everything).
+static std::vector<std::string> entryClosure(const ParseOptions& po, const CacheOptions& cache, const Rules& rules,
+                                             const TargetSpec& spec, Codebase& cb, Target& target, std::string& e) {
+  std::vector<std::string> texts(po.files.size());
+  for (size_t i = 0; i < po.files.size(); ++i) readText(po.files[i], texts[i]);
+  std::string last = spec.value.substr(spec.value.rfind("::") == std::string::npos ? 0 : spec.value.rfind("::") + 2);
+  if (last.empty()) return {};
+  std::set<size_t> chosen;
+  for (size_t i = 0; i < texts.size(); ++i)
+    if (texts[i].find(spec.value) != std::string::npos) chosen.insert(i);
+  if (chosen.empty()) return {};
+  std::set<std::string> chased;
+  for (int round = 0; round < 8; ++round) {
+    ParseOptions sub = po;
+    sub.files.clear();
+    for (auto i : chosen) sub.files.push_back(po.files[i]);
+    cb = Codebase();
+    if (!parseWithCache(sub, cache, cb, e)) return {};
+    if (round == 0) {
+      target = Target();
+      if (!resolveTarget(cb, rules, spec, target, e) || target.functions.empty()) return {};
+      for (auto& k : target.functions)
+        if (std::find(rules.entryFunctions.begin(), rules.entryFunctions.end(), cb.functions.at(k).name) ==
+            rules.entryFunctions.end())
+          return {};
+    }
+    std::set<std::string> defined;
+    for (auto& [k, f] : cb.functions) defined.insert(f.name);
+    size_t before = chosen.size();
+    for (auto& [k, f] : cb.functions)
+      for (auto& ev : f.events)
+        if ((ev.kind == "call" || ev.kind == "ref") && !ev.name.empty() && !defined.count(ev.name) &&
+            chased.insert(ev.name).second)
+          for (auto i : definingUnits(texts, ev.name)) chosen.insert(i);
+    if (chosen.size() == before) break;
+  }
+  target = Target();
+  if (!resolveTarget(cb, rules, spec, target, e)) return {};
+  std::vector<std::string> units;
+  for (auto i : chosen) units.push_back(po.files[i]);
+  return units;
+}
 
 int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string root, compileCommands, config, failOn;
   std::vector<std::string> includes, disabled;
   TargetSpec spec;
-  bool json = false, dump = false;
+  CacheOptions cacheOpts;
+  bool json = false, dump = false, fullParse = false;
   auto need = [&](size_t& i, const std::string& flag, std::string& dst) {
     if (i + 1 >= args.size()) {
       err << "m2v review: " << flag << " needs a value\n" << kUsage;
@@ -53,6 +128,17 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
       includes.push_back(v);
     } else if (a.rfind("-I", 0) == 0 && a.size() > 2) {
       includes.push_back(a.substr(2));
+    } else if (a == "-j" || a == "--jobs") {
+      if (!need(i, a, v)) return 2;
+      cacheOpts.jobs = static_cast<unsigned>(std::max(1, std::atoi(v.c_str())));
+    } else if (a.rfind("-j", 0) == 0 && a.size() > 2 && std::isdigit(static_cast<unsigned char>(a[2]))) {
+      cacheOpts.jobs = static_cast<unsigned>(std::max(1, std::atoi(a.c_str() + 2)));
+    } else if (a == "--full-parse") {
+      fullParse = true;
+    } else if (a == "--no-cache") {
+      cacheOpts.enabled = false;
+    } else if (a == "--cache-dir") {
+      if (!need(i, a, cacheOpts.dir)) return 2;
     } else if (a == "--dump-model") {
       dump = true;
     } else if (a == "--json") {
@@ -114,10 +200,11 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
       if (std::find(po.files.begin(), po.files.end(), c) == po.files.end()) po.files.push_back(c);
     }
   }
+  if (compileCommands.empty()) compileCommands = findCompileCommands(root);
   po.compileCommands = compileCommands;
   po.includeDirs = includes;
-  if (compileCommands.empty())
-    for (auto& d : guessIncludeDirs(root)) po.includeDirs.push_back(d);
+  for (auto& d : guessIncludeDirs(root, rules))  // also with a compile database: its paths may be another machine's
+    if (std::find(po.includeDirs.begin(), po.includeDirs.end(), d) == po.includeDirs.end()) po.includeDirs.push_back(d);
   po.envFunctions = rules.envFunctions;
   po.onceFunctions = rules.onceFunctions;
   po.arrayTypes = rules.arrayTypes;
@@ -126,27 +213,54 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
     return 2;
   }
   Codebase cb;
-  if (!parseCodebase(po, cb, e)) {
-    err << "m2v review: " << e << "\n";
-    return 2;
-  }
   Target target;
-  if (!resolveTarget(cb, rules, spec, target, e)) {
-    err << "m2v review: " << e << "\n";
-    return 2;
+  // An entry target (a primitive's eval_gpu) needs no caller: parse only the units that define it and, transitively,
+  // what it calls. Anything else (or a target not found that way) parses the whole backend.
+  std::string partial;
+  if (!fullParse && (spec.kind.empty() || spec.kind == "function" || spec.kind == "symbol") &&
+      spec.value.find('/') == std::string::npos && !fs::exists(fs::path(root) / spec.value)) {
+    Codebase part;
+    Target t;
+    std::string pe;
+    std::vector<std::string> units = entryClosure(po, cacheOpts, rules, spec, part, t, pe);
+    if (!units.empty()) {
+      cb = std::move(part);
+      target = t;
+      partial = "parsed " + std::to_string(units.size()) + " of " + std::to_string(po.files.size()) +
+                " unit(s): the target is an entry (no caller needed), so only the units defining it and what it "
+                "calls were read; --full-parse reads every unit";
+    }
   }
+  if (partial.empty()) {
+    if (!parseWithCache(po, cacheOpts, cb, e)) {
+      err << "m2v review: " << e << "\n";
+      return 2;
+    }
+    if (!resolveTarget(cb, rules, spec, target, e)) {
+      err << "m2v review: " << e << "\n";
+      return 2;
+    }
+  } else {
+    target.notes.push_back(partial);
+  }
+  cb.includeDirs = po.includeDirs;
+  cb.compileCommands = po.compileCommands;
   if (dump)  // debugging aid: what the front end extracted for the target functions
     for (auto& k : target.functions) {
       auto& f = cb.functions.at(k);
       out << "function " << f.qualName << " " << f.file << ":" << f.line << "-" << f.endLine << "\n";
-      for (auto& v : f.vars) out << "  var " << v.name << " : " << v.type << " init=" << v.initKind << " " << v.initCallee << "\n";
+      for (auto& v : f.vars)
+        out << "  var " << v.name << " : " << v.type << " init=" << v.initKind << " " << v.initCallee << "\n";
       for (auto& ev : f.events)
         out << "  " << ev.line << " " << ev.kind << " " << ev.name << " [" << ev.qualName << "] recv=" << ev.receiverVar
-            << " use=" << ev.use << " conds=" << ev.conds.size() << " loops=" << ev.loops.size() << " : " << ev.text << "\n";
+            << " use=" << ev.use << " conds=" << ev.conds.size() << " loops=" << ev.loops.size() << " : " << ev.text
+            << "\n";
     }
   Review rv = runReview(cb, rules, target);
-  if (json) printJson(rv, out);
-  else printMarkdown(rv, out);
+  if (json)
+    printJson(rv, out);
+  else
+    printMarkdown(rv, out);
   if (!failOn.empty())
     for (auto& f : rv.findings)
       if (severityRank(f.severity) >= severityRank(failOn)) return 1;

@@ -1,6 +1,8 @@
 #include "config.h"
 
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -41,17 +43,26 @@ void applyJson(const nlohmann::json& j, Rules& r) {
   list("batched_submit_patterns", r.batchedSubmitPatterns);
   list("dispatch_calls", r.dispatchCalls);
   if (j.contains("small_pass_bound")) r.smallPassBound = j.at("small_pass_bound").get<long>();
+  list("small_loop_patterns", r.smallLoopPatterns);
   list("alloc_calls", r.allocCalls);
   list("set_data_calls", r.setDataCalls);
   list("small_tensor_patterns", r.smallTensorPatterns);
   list("unsupported_patterns", r.unsupportedPatterns);
   list("env_functions", r.envFunctions);
   list("once_functions", r.onceFunctions);
+  list("unevaluated_cond_patterns", r.unevaluatedCondPatterns);
+  list("host_resident_patterns", r.hostResidentPatterns);
+  list("device_resident_patterns", r.deviceResidentPatterns);
+  list("forced_submit_calls", r.forcedSubmitCalls);
+  list("queue_switch_cond_patterns", r.queueSwitchCondPatterns);
+  list("per_dispatch_alloc_calls", r.perDispatchAllocCalls);
+  list("graph_end_functions", r.graphEndFunctions);
   if (j.contains("severity"))
     for (auto& [k, v] : j.at("severity").items()) r.severity[k] = v.get<std::string>();
   list("priority", r.priority);
   list("disabled_checks", r.disabledChecks);
   if (j.contains("max_depth")) r.maxDepth = j.at("max_depth").get<int>();
+  if (j.contains("entries_complete")) r.entriesComplete = j.at("entries_complete").get<bool>();
 }
 }  // namespace
 
@@ -113,13 +124,23 @@ bool nameMatches(const std::vector<std::string>& patterns, const std::string& na
   return false;
 }
 
-bool anyRegex(const std::vector<std::string>& patterns, const std::string& text) {
-  for (auto& p : patterns) {
-    try {
-      if (std::regex_search(text, std::regex(p))) return true;
-    } catch (const std::regex_error&) {
-    }
+// Compiled once per pattern: the engine matches the same few patterns against thousands of events.
+static const std::regex* compiled(const std::string& p) {
+  static std::map<std::string, std::unique_ptr<std::regex>> cache;
+  auto it = cache.find(p);
+  if (it != cache.end()) return it->second.get();
+  std::unique_ptr<std::regex> re;
+  try {
+    re = std::make_unique<std::regex>(p);
+  } catch (const std::regex_error&) {
   }
+  return cache.emplace(p, std::move(re)).first->second.get();
+}
+
+bool anyRegex(const std::vector<std::string>& patterns, const std::string& text) {
+  for (auto& p : patterns)
+    if (auto* re = compiled(p))
+      if (std::regex_search(text, *re)) return true;
   return false;
 }
 

@@ -17,13 +17,25 @@ struct Rules {
   std::vector<std::string> submitCalls, queueSwitchCalls, batchedSubmitPatterns;
   std::vector<std::string> dispatchCalls;
   long smallPassBound = 4;
+  std::vector<std::string> smallLoopPatterns;  // loop headers bounded by the op's arity (inputs, axes, ndim)
   std::vector<std::string> allocCalls, setDataCalls;
   std::vector<std::string> smallTensorPatterns, unsupportedPatterns;
   std::vector<std::string> envFunctions, onceFunctions;
+  // Conditions under which an array is known to be unevaluated (it still has a primitive / no buffer).
+  std::vector<std::string> unevaluatedCondPatterns;
+  // Conditions that prove an array lives in host memory (host_resident) or in a device buffer (device_resident).
+  std::vector<std::string> hostResidentPatterns, deviceResidentPatterns;
+  std::vector<std::string> forcedSubmitCalls;        // calls that make the next end of recording submit at once
+  std::vector<std::string> queueSwitchCondPatterns;  // a submit under such a condition hands over to another queue
+  std::vector<std::string> perDispatchAllocCalls;
+  std::vector<std::string> graphEndFunctions;   // called once per graph (finalize): their submit is the flush    //
+                                                // staging/pool/fence creation that should not run per dispatch
   std::map<std::string, std::string> severity;  // check or check.rule -> high|medium|low
-  std::vector<std::string> priority;             // which check wins when several flag one line
+  std::vector<std::string> priority;            // which check wins when several flag one line
   std::vector<std::string> disabledChecks;
   int maxDepth = 8;
+  // The entry list names every way into the pipeline (our own runtime): code no entry reaches is off the pipeline.
+  bool entriesComplete = false;
 
   std::string severityOf(const std::string& check, const std::string& rule) const;
   bool enabled(const std::string& check) const;

@@ -3,6 +3,8 @@
 #include "engine.h"
 
 #include <algorithm>
+#include <cctype>
+#include <fstream>
 #include <functional>
 #include <map>
 
@@ -35,23 +37,72 @@ struct Engine {
   std::map<std::pair<std::string, unsigned>, size_t> findingAt;  // (file, line) -> index
   std::set<std::tuple<std::string, unsigned, std::string>> nonIssueSeen;
   std::string currentEntry;
+  std::string currentReach;
+  std::map<std::string, std::string>
+      hazardImpl;  // function key -> the reported wait/submit call that runs it  // "" when walking from an entry;
+                   // otherwise how the root was (not) reached
   size_t steps = 0;
+  std::set<std::string> truncated;  // roots whose walk hit the step limit
 
-  Engine(const Codebase& cb, const Rules& rules, const Target& t, Review& rv) : cb(cb), rules(rules), target(t), rv(rv) {
+  std::map<std::string, std::vector<const Function*>> overriders;  // virtual method key -> overriding definitions
+  std::map<std::string, bool> dispatches;                          // function key -> reaches a dispatch
+
+  Engine(const Codebase& cb, const Rules& rules, const Target& t, Review& rv)
+      : cb(cb), rules(rules), target(t), rv(rv) {
     for (auto& [k, f] : cb.functions) byName[f.name].push_back(&f);
     for (auto& [k, f] : cb.functions)
+      for (auto& o : f.overrides) overriders[o].push_back(&f);
+    for (auto& [k, f] : cb.functions)
       for (auto& e : f.events)
-        if (auto* g = resolve(e)) callers[g->key].insert(f.key);
+        for (auto* g : resolveAll(e)) callers[g->key].insert(f.key);
+  }
+
+  // Every definition a call (or a function reference) may run: the resolved callee, and for a virtual method every
+  // override defined in the codebase (a call through the base class reaches them all).
+  std::vector<const Function*> resolveAll(const Event& e) const {
+    std::vector<const Function*> out;
+    if (e.kind != "call" && e.kind != "ref") return out;
+    if (const Function* g = resolve(e)) out.push_back(g);
+    auto it = overriders.find(e.calleeKey);
+    if (it != overriders.end())
+      for (auto* g : it->second)
+        if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+    return out;
+  }
+
+  // The call is itself the hazard (a wait, a submit, a fallback): report it there, do not also report its insides.
+  bool hazardCall(const Event& e) const {
+    for (auto* l : {&rules.syncCalls, &rules.fenceWaitCalls, &rules.evalCalls, &rules.submitCalls,
+                    &rules.queueSwitchCalls, &rules.forcedSubmitCalls})
+      if (nameMatches(*l, e.name, e.qualName)) return true;
+    return false;
+  }
+
+  bool reachesDispatch(const Function& f, int depth = 0) {
+    auto it = dispatches.find(f.key);
+    if (it != dispatches.end()) return it->second;
+    dispatches[f.key] = false;  // cycles: assume no until proven
+    bool any = false;
+    for (auto& e : f.events) {
+      if (e.kind != "call" || any) continue;
+      if (nameMatches(rules.dispatchCalls, e.name, e.qualName))
+        any = true;
+      else if (depth < 6)
+        for (auto* g : resolveAll(e))
+          if (reachesDispatch(*g, depth + 1)) any = true;
+    }
+    return dispatches[f.key] = any;
   }
 
   std::string rel(const std::string& file) const {
-    if (file.size() > cb.root.size() && file.compare(0, cb.root.size(), cb.root) == 0) return file.substr(cb.root.size() + 1);
+    if (file.size() > cb.root.size() && file.compare(0, cb.root.size(), cb.root) == 0)
+      return file.substr(cb.root.size() + 1);
     return file;
   }
   std::string loc(const Function& f, unsigned line) const { return rel(f.file) + ":" + std::to_string(line); }
 
   const Function* resolve(const Event& e) const {
-    if (e.kind != "call") return nullptr;
+    if (e.kind != "call" && e.kind != "ref") return nullptr;
     auto it = cb.functions.find(e.calleeKey);
     if (it != cb.functions.end()) return &it->second;
     if (!e.calleeKey.empty() && !e.qualName.empty()) {
@@ -101,8 +152,10 @@ struct Engine {
         any = true;
         seg += ", inside " + code(l.header) + " (line " + std::to_string(l.line) + ")";
       }
-      if (k + 1 < frames.size()) seg += ", calls " + code(at.text) + " at " + loc(f, at.line);
-      else seg += ", reaches " + code(at.text) + " at " + loc(f, at.line);
+      if (k + 1 < frames.size())
+        seg += ", calls " + code(at.text) + " at " + loc(f, at.line);
+      else
+        seg += ", reaches " + code(at.text) + " at " + loc(f, at.line);
       if (!out.empty()) out += " -> ";
       out += seg;
     }
@@ -115,10 +168,16 @@ struct Engine {
     for (size_t k = 1; k < frames.size(); ++k) sites.push_back(frames[k].site);
     sites.push_back(&ev);
     for (auto* s : sites) {
-      if (s->inOnce) return "one-time warm-up: runs inside a call_once body or a static initializer, not per operation.";
+      if (s->inOnce)
+        return "one-time warm-up: runs inside a call_once body or a static initializer, not per operation.";
       for (auto& c : s->conds) {
-        if (c.envGated && (c.kind == "if" || c.kind == "?:"))
+        // an environment switch decides the branch alone (a disjunction can take it for other reasons)
+        bool alone = c.text.find("||") == std::string::npos;
+        if (c.envGated && alone && (c.kind == "if" || c.kind == "?:"))
           return "debug/trace path behind the environment switch " + code(c.text) + ", off by default.";
+        if (c.envGated && alone && c.kind == "guard" && c.text.find('!') != std::string::npos)
+          return "debug/trace path: runs only past the early return on the environment switch " + code(c.text) +
+                 ", off by default.";
         if (c.onceFlag && (c.kind == "if"))
           return "one-time warm-up behind the static flag " + code(c.text) + ", set inside the branch.";
       }
@@ -126,8 +185,55 @@ struct Engine {
     return "";
   }
 
+  // A condition on the path that proves the array touched lives in host memory (`!is_vulkan_buffer(...)`, an early
+  // return unless `is_host_readable_...`): the read does not wait on the GPU.
+  std::string hostResident(const std::vector<Frame>& frames, const Event& ev) const {
+    auto polarity = [](const std::string& text, const std::vector<std::string>& pats, bool& pos, bool& neg) {
+      pos = neg = false;
+      for (auto& p : pats) {
+        if (anyRegex({"!\\s*(\\w+::)*" + p}, text))
+          neg = true;
+        else if (anyRegex({p}, text))
+          pos = true;
+      }
+    };
+    (void)frames;
+    for (auto* s : {&ev})  // the array is local to the function that touches it: its own conditions decide
+      for (auto& c : s->conds) {
+        bool hp, hn, dp, dn;
+        polarity(c.text, rules.hostResidentPatterns, hp, hn);
+        polarity(c.text, rules.deviceResidentPatterns, dp, dn);
+        bool positive = (c.kind == "if" || c.kind == "?:") && c.text.find("||") == std::string::npos;
+        bool negative = c.kind == "guard" || c.kind == "else" || c.kind == "else ?:";
+        if ((positive && (hp || dn)) || (negative && (hn || dp)))
+          return code(ev.text) + ": the array is host-resident here (" + c.describe() + "): no GPU work to wait for.";
+      }
+    return "";
+  }
+
+  // The function's name occurs in its own source file only on the lines of its definition header.
+  bool unnamedElsewhere(const Function& f) const {
+    if (std::find(cb.parsedFiles.begin(), cb.parsedFiles.end(), f.file) == cb.parsedFiles.end())
+      return false;  // defined in a header: every unit that includes it may call it
+    std::ifstream in(f.file);
+    if (!in) return false;
+    std::string l;
+    for (unsigned n = 1; std::getline(in, l); ++n) {
+      if (n >= f.line && n <= f.line + 2) continue;
+      for (size_t p = l.find(f.name); p != std::string::npos; p = l.find(f.name, p + 1)) {
+        auto word = [&](size_t i) { return std::isalnum(static_cast<unsigned char>(l[i])) || l[i] == '_'; };
+        bool left = p == 0 || !word(p - 1), right = p + f.name.size() >= l.size() || !word(p + f.name.size());
+        if (left && right) return false;
+      }
+    }
+    return true;
+  }
+
   void addNonIssue(const std::string& check, const Function& f, unsigned line, const std::string& reason) {
-    auto key = std::make_tuple(f.file, line, reason);
+    // one entry per spot and reason, whichever check looked at it first
+    std::string same = reason;
+    if (auto p = same.find(" (" + check + ")"); p != std::string::npos) same.erase(p, check.size() + 3);
+    auto key = std::make_tuple(f.file, line, same);
     if (nonIssueSeen.count(key)) return;
     nonIssueSeen.insert(key);
     rv.nonIssues.push_back({check, rel(f.file), f.qualName, reason, line});
@@ -146,6 +252,13 @@ struct Engine {
       return;
     }
     std::string sup = suppression(frames, ev);
+    if (sup.empty() && (c.check == "cb-break" || c.check == "host-sync") &&
+        nameMatches(rules.graphEndFunctions, f.name, f.qualName))
+      sup = "`" + f.qualName +
+            "` runs once at the end of a graph evaluation (the scheduler's flush point), not per "
+            "operation.";
+    if (sup.empty() && (c.check == "cpu-extraction" || c.check == "scalar-fast-path" || c.check == "host-sync"))
+      sup = hostResident(frames, ev);
     if (!sup.empty()) {
       addNonIssue(c.check, f, line, code(ev.text) + " (" + c.check + "): " + sup);
       return;
@@ -161,6 +274,12 @@ struct Engine {
     fd.why = c.why;
     fd.direction = c.direction;
     fd.trigger = trigger(frames, ev);
+    if (!currentReach.empty()) {
+      fd.reachability = currentReach;
+      fd.trigger = "Reachability not established: " + currentReach + ". On the paths it runs: " + fd.trigger;
+    } else {
+      fd.reachability = "reached from `" + frames.front().fn->qualName + "`";
+    }
     for (size_t k = 0; k < frames.size(); ++k) {
       const Function& g = *frames[k].fn;
       fd.chain.push_back(g.qualName + " (" + loc(g, g.line) + ")");
@@ -185,6 +304,14 @@ struct Engine {
 
   void runChecks(const std::vector<Frame>& frames, const Event& ev) {
     Site s(ev, frames, rules, cb);
+    // A recursive call in a loop (the walk does not enter it again) that records a dispatch: the dispatch inside
+    // is not seen on this path, so judge the call.
+    if (ev.kind == "call" && !ev.loops.empty() && !fallback(ev) && !hazardCall(ev))
+      for (auto* g : resolveAll(ev)) {
+        bool onChain = false;
+        for (auto& fr : frames) onChain = onChain || fr.fn == g;
+        if (onChain && reachesDispatch(*g)) s.callDispatches = g->qualName;
+      }
     Out out;
     for (auto& ch : allChecks())
       if (rules.enabled(ch.id)) ch.run(s, out);
@@ -194,46 +321,54 @@ struct Engine {
   bool inTarget(const Function& f) const { return target.functions.count(f.key) > 0; }
 
   void walk(std::vector<Frame>& frames, bool active, std::set<std::string>& visited) {
-    if (++steps > 200000) return;
+    if (++steps > 200000) {  // per root: a pathological call graph is cut, and the report says so
+      truncated.insert(frames.front().fn->qualName);
+      return;
+    }
     const Function& fn = *frames.back().fn;
     active = active || inTarget(fn);
     if (active) inspected.insert(fn.key);
     for (auto& ev : fn.events) {
-      if (active) runChecks(frames, ev);
-      if (ev.kind != "call" || fallback(ev)) continue;
-      const Function* g = resolve(ev);
-      if (!g || static_cast<int>(frames.size()) > rules.maxDepth) continue;
-      bool onChain = false;
-      for (auto& fr : frames) onChain = onChain || fr.fn == g;
-      if (onChain) continue;
-      Frame nf;
-      nf.fn = g;
-      nf.site = &ev;
-      Site s(ev, frames, rules, cb);
-      for (size_t i = 0; i < g->params.size() && i < ev.args.size(); ++i) {
-        Origin o = s.originOfArg(i);
-        if (o.kind != Origin::Unknown) nf.bound[g->params[i]] = o;
+      if (active && ev.kind != "ref") runChecks(frames, ev);
+      if (active && ev.kind == "call" && (hazardCall(ev) || fallback(ev)))
+        for (auto* g : resolveAll(ev)) hazardImpl.emplace(g->key, code(ev.text) + " at " + loc(fn, ev.line));
+      if ((ev.kind != "call" && ev.kind != "ref") || fallback(ev) || hazardCall(ev)) continue;
+      if (static_cast<int>(frames.size()) > rules.maxDepth) continue;
+      for (const Function* g : resolveAll(ev)) {
+        if (isEntry(*g)) continue;  // another primitive's eval_gpu (a virtual call): walked as an entry of its own
+        bool onChain = false;
+        for (auto& fr : frames) onChain = onChain || fr.fn == g;
+        if (onChain) continue;
+        Frame nf;
+        nf.fn = g;
+        nf.site = &ev;
+        Site s(ev, frames, rules, cb);
+        if (ev.kind == "call")
+          for (size_t i = 0; i < g->params.size() && i < ev.args.size(); ++i) {
+            Origin o = s.originOfArg(i);
+            if (o.kind != Origin::Unknown) nf.bound[g->params[i]] = o;
+          }
+        std::string memo = g->key + (active ? "|a|" : "|p|");
+        for (auto& [p, o] : nf.bound) memo += p + "=" + std::to_string(o.kind) + o.how + ";";
+        if (visited.count(memo)) continue;
+        visited.insert(memo);
+        frames.push_back(nf);
+        walk(frames, active, visited);
+        frames.pop_back();
       }
-      std::string memo = g->key + (active ? "|a|" : "|p|");
-      for (auto& [p, o] : nf.bound) memo += p + "=" + std::to_string(o.kind) + o.how + ";";
-      if (visited.count(memo)) continue;
-      visited.insert(memo);
-      frames.push_back(nf);
-      walk(frames, active, visited);
-      frames.pop_back();
     }
   }
 
   // Functions reachable from f (through resolved calls).
-  std::set<std::string> reach(const Function& f) const {
+  std::set<std::string> reach(const Function& f, bool throughHazards = false) const {
     std::set<std::string> seen{f.key};
     std::vector<const Function*> todo{&f};
     while (!todo.empty()) {
       const Function* x = todo.back();
       todo.pop_back();
       for (auto& e : x->events)
-        if (!fallback(e))
-          if (auto* g = resolve(e))
+        if (!fallback(e) && (throughHazards || !hazardCall(e)))
+          for (auto* g : resolveAll(e))
             if (seen.insert(g->key).second) todo.push_back(g);
     }
     return seen;
@@ -253,30 +388,78 @@ struct Engine {
       frames[0].fn = e;
       std::set<std::string> visited;
       currentEntry = e->key;
+      steps = 0;
       walk(frames, false, visited);
     }
-    // Target functions no entry reaches: look, but accept (not on a pipeline path).
+    // Target functions no entry reaches in the parsed code. An unknown path is not a proof of innocence: the caller
+    // may sit in a unit that was not parsed, behind a call the model cannot see, or be the scheduler itself. Review
+    // them as roots and report what they do, with the reachability stated.
+    std::string entryName = rules.entryFunctions.empty() ? std::string("entry") : "`" + rules.entryFunctions[0] + "`";
+    std::map<std::string, std::string> implOf;  // functions that implement a reported hazard call (transitively)
+    for (auto& [k, how] : hazardImpl) {
+      auto it = cb.functions.find(k);
+      if (it == cb.functions.end()) continue;
+      for (auto& r : reach(it->second, true)) implOf.emplace(r, how);
+    }
     for (auto& key : target.functions) {
       if (inspected.count(key)) continue;
       auto it = cb.functions.find(key);
       if (it == cb.functions.end()) continue;
       const Function& f = it->second;
-      inspected.insert(key);
+      if (auto im = implOf.find(key); im != implOf.end()) {
+        inspected.insert(key);
+        addNonIssue("reachability", f, f.line,
+                    "`" + f.qualName + "` runs inside " + im->second +
+                        ", which is reported there; its own waits and submits are that finding, not separate ones.");
+        continue;
+      }
+      auto cl = callers.find(key);
+      bool noCaller = cl == callers.end() || cl->second.empty();
+      if (rules.entriesComplete || (noCaller && f.internalLinkage && unnamedElsewhere(f))) {
+        // Positive proof: a function with internal linkage can only be called (or named) from its own unit, and
+        // its name appears nowhere in that unit's text but at its definition (no call, no address taken, no table).
+        inspected.insert(key);
+        std::vector<Frame> frames(1);
+        frames[0].fn = &f;
+        frames[0].entry = false;
+        for (auto& ev : f.events) {
+          Site s(ev, frames, rules, cb);
+          Out out;
+          for (auto& ch : allChecks())
+            if (rules.enabled(ch.id)) ch.run(s, out);
+          for (auto& c : out)
+            if (!c.nonIssue)
+              addNonIssue(c.check, f, ev.line,
+                          code(ev.text) + " (" + c.check + "): `" + f.qualName +
+                              (rules.entriesComplete
+                                   ? "` is not reached from any entry, and the rules (" + rules.name +
+                                         ") declare their entry list complete: not on the pipeline path."
+                                   : "` has internal linkage and its name appears nowhere else in its translation "
+                                     "unit: dead code, not on a pipeline path."));
+        }
+        continue;
+      }
+      if (noCaller) {
+        currentReach = "no caller found in the parsed code (reachability from " + entryName + " unknown)";
+      } else {
+        std::string first = cb.functions.at(*cl->second.begin()).qualName;
+        bool callerReached = false;
+        for (auto& c : cl->second) callerReached = callerReached || inspected.count(c);
+        currentReach = "called from `" + first + "`" +
+                       (cl->second.size() > 1 ? " and " + std::to_string(cl->second.size() - 1) + " more" : "") +
+                       (callerReached ? ", on a path the walk did not follow (depth limit or recursion)"
+                                      : ", which no " + entryName + " reaches in the parsed code");
+      }
       std::vector<Frame> frames(1);
       frames[0].fn = &f;
-      std::string why;
-      auto cl = callers.find(key);
-      if (cl == callers.end() || cl->second.empty()) why = "helper with no caller in the codebase";
-      else why = "not reached from any " + (rules.entryFunctions.empty() ? std::string("entry") : "`" + rules.entryFunctions[0] + "`") + " (called only from `" + cb.functions.at(*cl->second.begin()).qualName + "`)";
-      for (auto& ev : f.events) {
-        Site s(ev, frames, rules, cb);
-        Out out;
-        for (auto& ch : allChecks())
-          if (rules.enabled(ch.id)) ch.run(s, out);
-        for (auto& c : out)
-          if (!c.nonIssue) addNonIssue(c.check, f, ev.line, code(ev.text) + " (" + c.check + "): " + why + "; not on a pipeline path.");
-      }
+      frames[0].entry = false;
+      std::set<std::string> visited;
+      steps = 0;
+      walk(frames, true, visited);
     }
+    currentReach.clear();
+    for (auto& t : truncated)
+      rv.target.notes.push_back("the walk from `" + t + "` stopped at its step limit: paths below it were not all seen");
     // Scope listing.
     std::set<std::string> files;
     for (auto& key : inspected) {
@@ -322,6 +505,18 @@ Review runReview(const Codebase& cb, const Rules& rules, const Target& target) {
   rv.parsedUnits = static_cast<unsigned>(cb.parsedFiles.size());
   rv.recoveredErrors = cb.errors;
   rv.rulesName = rules.name;
+  auto relTo = [&](const std::string& f) {
+    if (f == cb.root) return std::string(".");
+    if (f.size() > cb.root.size() && f.compare(0, cb.root.size(), cb.root) == 0) return f.substr(cb.root.size() + 1);
+    return f;
+  };
+  for (auto ps : cb.parseStatus) {
+    ps.file = relTo(ps.file);
+    rv.cachedUnits += ps.cached;
+    rv.parseStatus.push_back(ps);
+  }
+  for (auto& d : cb.includeDirs) rv.includeDirs.push_back(relTo(d));
+  rv.compileCommands = cb.compileCommands.empty() ? "" : relTo(cb.compileCommands);
   Engine e(cb, rules, target, rv);
   e.run();
   return rv;

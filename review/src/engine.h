@@ -9,11 +9,11 @@
 namespace m2v::review {
 
 struct Target {
-  std::string kind;   // file, function, class, symbol, diff, commit
-  std::string spec;   // as given
-  std::string resolved;  // one line: what it resolved to
-  std::set<std::string> functions;         // keys of the functions reviewed
-  std::vector<std::string> matches;        // for several matches: "qualName (path:line)" with [reviewed] marks
+  std::string kind;                  // file, function, class, symbol, diff, commit
+  std::string spec;                  // as given
+  std::string resolved;              // one line: what it resolved to
+  std::set<std::string> functions;   // keys of the functions reviewed
+  std::vector<std::string> matches;  // for several matches: "qualName (path:line)" with [reviewed] marks
   std::vector<std::string> notes;
 };
 
@@ -23,6 +23,7 @@ struct Finding {
   unsigned line = 0;
   std::string function;
   std::string problem, why, trigger, direction;
+  std::string reachability;           // "reached from `X`", or why reachability could not be established
   std::vector<std::string> chain;     // "fn (path:line)" from the entry down to the hazard
   std::vector<std::string> alsoFrom;  // other entries reaching the same spot
 };
@@ -44,7 +45,10 @@ struct Review {
   std::vector<Inspected> functions;
   std::vector<Finding> findings;
   std::vector<NonIssue> nonIssues;
-  unsigned parsedUnits = 0, recoveredErrors = 0;
+  unsigned parsedUnits = 0, recoveredErrors = 0, cachedUnits = 0;
+  std::vector<ParseStatus> parseStatus;  // per translation unit, paths relative to the root
+  std::vector<std::string> includeDirs;  // relative to the root where under it
+  std::string compileCommands;
   std::string rulesName;
 };
 

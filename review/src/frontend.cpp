@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <map>
 #include <set>
 
 #ifndef M2V_CLANG_RESOURCE_DIR
@@ -76,7 +77,20 @@ class Extractor {
     f.key = key;
     f.name = fd->getNameAsString();
     f.qualName = fd->getQualifiedNameAsString();
-    if (auto* md = dyn_cast<CXXMethodDecl>(fd)) f.className = md->getParent()->getNameAsString();
+    if (auto* md = dyn_cast<CXXMethodDecl>(fd)) {
+      f.className = md->getParent()->getNameAsString();
+      f.isVirtual = md->isVirtual();
+      std::vector<const CXXMethodDecl*> todo(md->overridden_methods().begin(), md->overridden_methods().end());
+      std::set<std::string> seen;
+      while (!todo.empty()) {  // every method up the hierarchy that a virtual call may name
+        const CXXMethodDecl* b = todo.back();
+        todo.pop_back();
+        if (!seen.insert(keyOf(b)).second) continue;
+        f.overrides.push_back(keyOf(b));
+        todo.insert(todo.end(), b->overridden_methods().begin(), b->overridden_methods().end());
+      }
+    }
+    f.internalLinkage = !fd->isExternallyVisible();
     f.file = file;
     f.line = sm_.getExpansionLineNumber(sm_.getExpansionLoc(fd->getBeginLoc()));
     f.endLine = sm_.getExpansionLineNumber(sm_.getExpansionLoc(fd->getEndLoc()));
@@ -133,7 +147,7 @@ class Extractor {
   }
   std::string text(const Stmt* s) { return s ? text(s->getSourceRange()) : ""; }
 
-  static std::string keyOf(const FunctionDecl* fd) {
+  std::string keyOf(const FunctionDecl* fd) {
     if (auto* pat = fd->getTemplateInstantiationPattern()) fd = pat;
     if (auto* tmpl = fd->getPrimaryTemplate()) fd = tmpl->getTemplatedDecl();
     std::string k = fd->getQualifiedNameAsString() + "(";
@@ -146,6 +160,11 @@ class Extractor {
     k += ")";
     if (auto* md = dyn_cast<CXXMethodDecl>(fd))
       if (md->isConst()) k += " const";
+    // Internal linkage (static, anonymous namespace): the same name in two units is two functions.
+    if (!fd->isExternallyVisible()) {
+      const FunctionDecl* def = fd->getDefinition() ? fd->getDefinition() : fd;
+      k += "@" + fileOf(sm_.getExpansionLoc(def->getLocation()));
+    }
     return k;
   }
 
@@ -159,19 +178,31 @@ class Extractor {
         e = m->getBase();
         continue;
       }
-      if (auto* a = dyn_cast<ArraySubscriptExpr>(e)) { e = a->getBase(); continue; }
+      if (auto* a = dyn_cast<ArraySubscriptExpr>(e)) {
+        e = a->getBase();
+        continue;
+      }
       if (auto* op = dyn_cast<CXXOperatorCallExpr>(e)) {
-        if (op->getNumArgs() > 0 && (op->getOperator() == OO_Subscript || op->getOperator() == OO_Star ||
-                                     op->getOperator() == OO_Arrow)) {
+        if (op->getNumArgs() > 0 &&
+            (op->getOperator() == OO_Subscript || op->getOperator() == OO_Star || op->getOperator() == OO_Arrow)) {
           e = op->getArg(0);
           continue;
         }
         return "";
       }
-      if (auto* u = dyn_cast<UnaryOperator>(e)) { e = u->getSubExpr(); continue; }
-      if (auto* t = dyn_cast<MaterializeTemporaryExpr>(e)) { e = t->getSubExpr(); continue; }
+      if (auto* u = dyn_cast<UnaryOperator>(e)) {
+        e = u->getSubExpr();
+        continue;
+      }
+      if (auto* t = dyn_cast<MaterializeTemporaryExpr>(e)) {
+        e = t->getSubExpr();
+        continue;
+      }
       if (auto* c = dyn_cast<CXXConstructExpr>(e)) {
-        if (c->getNumArgs() == 1) { e = c->getArg(0); continue; }
+        if (c->getNumArgs() == 1) {
+          e = c->getArg(0);
+          continue;
+        }
         return "";
       }
       if (auto* mc = dyn_cast<CXXMemberCallExpr>(e)) {  // x.at(0), inputs.front()
@@ -317,14 +348,19 @@ class Extractor {
           e = pe;
           continue;
         }
-        if (auto* a = dyn_cast<ArraySubscriptExpr>(pe)) return a->getBase()->IgnoreParenImpCasts() == e->IgnoreParenImpCasts() || a->getBase() == e ? "subscript" : "other";
+        if (auto* a = dyn_cast<ArraySubscriptExpr>(pe))
+          return a->getBase()->IgnoreParenImpCasts() == e->IgnoreParenImpCasts() || a->getBase() == e ? "subscript"
+                                                                                                      : "other";
         if (auto* u = dyn_cast<UnaryOperator>(pe)) return u->getOpcode() == UO_Deref ? "deref" : "other";
         if (auto* b = dyn_cast<BinaryOperator>(pe)) {
           if (b->isAssignmentOp()) {
             std::string v = rootVar(b->getLHS());
             return v.empty() ? "other" : "var:" + v;
           }
-          if (b->isAdditiveOp()) { e = pe; continue; }  // ptr + offset
+          if (b->isAdditiveOp()) {
+            e = pe;
+            continue;
+          }  // ptr + offset
           return "other";
         }
         if (auto* oc = dyn_cast<CXXOperatorCallExpr>(pe)) {
@@ -336,11 +372,16 @@ class Extractor {
         }
         if (auto* ce = dyn_cast<CallExpr>(pe)) {
           std::string n;
-          if (auto* fd = ce->getDirectCallee()) n = fd->getQualifiedNameAsString();
-          else n = calleeText(ce);
+          if (auto* fd = ce->getDirectCallee())
+            n = fd->getQualifiedNameAsString();
+          else
+            n = calleeText(ce);
           return "arg:" + n;
         }
-        if (isa<CXXConstructExpr>(pe)) { e = pe; continue; }
+        if (isa<CXXConstructExpr>(pe)) {
+          e = pe;
+          continue;
+        }
         return "other";
       }
       if (auto* vd = p.get<VarDecl>()) return "var:" + vd->getNameAsString();
@@ -386,12 +427,17 @@ class Extractor {
     while (i > 0 && (std::isalnum(static_cast<unsigned char>(head[i - 1])) || head[i - 1] == '_')) --i;
     ev.name = head.substr(i);
     std::string before = head.substr(0, i);
-    if (before.size() >= 1 && before.back() == '.') ev.receiver = before.substr(0, before.size() - 1);
-    else if (before.size() >= 2 && before.compare(before.size() - 2, 2, "->") == 0) ev.receiver = before.substr(0, before.size() - 2);
-    else ev.qualName = head;
+    if (before.size() >= 1 && before.back() == '.')
+      ev.receiver = before.substr(0, before.size() - 1);
+    else if (before.size() >= 2 && before.compare(before.size() - 2, 2, "->") == 0)
+      ev.receiver = before.substr(0, before.size() - 2);
+    else
+      ev.qualName = head;
     if (!ev.receiver.empty()) {
       size_t j = 0;
-      while (j < ev.receiver.size() && (std::isalnum(static_cast<unsigned char>(ev.receiver[j])) || ev.receiver[j] == '_')) ++j;
+      while (j < ev.receiver.size() &&
+             (std::isalnum(static_cast<unsigned char>(ev.receiver[j])) || ev.receiver[j] == '_'))
+        ++j;
       ev.receiverVar = ev.receiver.substr(0, j);
     }
   }
@@ -455,7 +501,10 @@ class Extractor {
       ev.templateArgs = t.templateArgs;
       if (ev.name.empty()) {
         ev.name = t.name;
-        if (ev.receiver.empty()) { ev.receiver = t.receiver; ev.receiverVar = t.receiverVar; }
+        if (ev.receiver.empty()) {
+          ev.receiver = t.receiver;
+          ev.receiverVar = t.receiverVar;
+        }
       }
     }
     for (unsigned i = firstArg; i < ce->getNumArgs(); ++i) {
@@ -465,6 +514,7 @@ class Extractor {
       ev.argVars.push_back(rootVar(a));
     }
     ev.use = useOf(ce);
+    if (ev.use == "subscript" || ev.use == "deref") ev.isWrite = writesThrough(ce);
     if (ev.name.empty()) return;
     cur_->events.push_back(std::move(ev));
   }
@@ -511,9 +561,17 @@ class Extractor {
     textualCall(ev.text, ev);
     if (ev.name.empty()) return;
     stamp(ev, re, c);
+    bool first = true;
     for (auto* sub : re->subExpressions()) {
       if (!sub) continue;
-      ev.args.push_back(text(sub));
+      std::string t = text(sub);
+      // the callee itself (`f`, `ns::f`, `obj.f`) comes first among the sub-expressions: not an argument
+      bool callee = first && (t == ev.name || (t.size() > ev.name.size() &&
+                                               t.compare(t.size() - ev.name.size(), ev.name.size(), ev.name) == 0 &&
+                                               t.find('(') == std::string::npos));
+      first = false;
+      if (callee) continue;
+      ev.args.push_back(t);
       ev.argVars.push_back(rootVar(sub));
     }
     ev.use = useOf(re);
@@ -534,10 +592,22 @@ class Extractor {
       collectVars(init, v.initVars);
       const Expr* e = init->IgnoreImplicit();
       while (true) {
-        if (auto* x = dyn_cast<ExprWithCleanups>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
-        if (auto* x = dyn_cast<MaterializeTemporaryExpr>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
-        if (auto* x = dyn_cast<CXXBindTemporaryExpr>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
-        if (auto* x = dyn_cast<CXXFunctionalCastExpr>(e)) { e = x->getSubExpr()->IgnoreImplicit(); continue; }
+        if (auto* x = dyn_cast<ExprWithCleanups>(e)) {
+          e = x->getSubExpr()->IgnoreImplicit();
+          continue;
+        }
+        if (auto* x = dyn_cast<MaterializeTemporaryExpr>(e)) {
+          e = x->getSubExpr()->IgnoreImplicit();
+          continue;
+        }
+        if (auto* x = dyn_cast<CXXBindTemporaryExpr>(e)) {
+          e = x->getSubExpr()->IgnoreImplicit();
+          continue;
+        }
+        if (auto* x = dyn_cast<CXXFunctionalCastExpr>(e)) {
+          e = x->getSubExpr()->IgnoreImplicit();
+          continue;
+        }
         if (auto* x = dyn_cast<CXXConstructExpr>(e)) {
           auto* ctor = x->getConstructor();
           if (x->getNumArgs() == 1 && ctor && ctor->isCopyOrMoveConstructor()) {
@@ -549,13 +619,17 @@ class Extractor {
       }
       if (auto* ce = dyn_cast<CallExpr>(e)) {
         v.initKind = "op";
-        if (auto* fd = ce->getDirectCallee()) v.initCallee = fd->getNameAsString();
-        else v.initCallee = calleeText(ce);
+        if (auto* fd = ce->getDirectCallee())
+          v.initCallee = fd->getNameAsString();
+        else
+          v.initCallee = calleeText(ce);
         if (v.initCallee.empty()) {
           Event t;
           textualCall(v.initText, t);
           v.initCallee = t.name;
         }
+      } else if (auto* ctor = dyn_cast<CXXConstructExpr>(e); ctor && ctor->getNumArgs() == 0) {
+        v.initKind = "none";  // default-constructed (an empty optional, a handle filled later)
       } else if (auto* ctor = dyn_cast<CXXConstructExpr>(e)) {
         bool placeholder = false;
         for (auto* a : ctor->arguments()) {
@@ -584,8 +658,10 @@ class Extractor {
 
   bool isOnceCall(const CallExpr* ce) {
     std::string n;
-    if (auto* fd = ce->getDirectCallee()) n = fd->getNameAsString();
-    else n = calleeText(ce);
+    if (auto* fd = ce->getDirectCallee())
+      n = fd->getNameAsString();
+    else
+      n = calleeText(ce);
     return std::find(opts_.onceFunctions.begin(), opts_.onceFunctions.end(), n) != opts_.onceFunctions.end();
   }
 
@@ -606,8 +682,10 @@ class Extractor {
           const Stmt* inner = sc;
           std::string labels;
           while (auto* k = dyn_cast_or_null<SwitchCase>(inner)) {
-            if (auto* cst = dyn_cast<CaseStmt>(k)) labels += (labels.empty() ? "" : ", ") + text(cst->getLHS());
-            else labels += (labels.empty() ? "" : ", ") + std::string("default");
+            if (auto* cst = dyn_cast<CaseStmt>(k))
+              labels += (labels.empty() ? "" : ", ") + text(cst->getLHS());
+            else
+              labels += (labels.empty() ? "" : ", ") + std::string("default");
             inner = k->getSubStmt();
           }
           Cond cd;
@@ -733,8 +811,21 @@ class Extractor {
       walkChildren(s, c);
       return;
     }
+    if (auto* dr = dyn_cast<DeclRefExpr>(s)) {
+      if (!calleeRefs_.count(dr))
+        if (auto* fd = dyn_cast<FunctionDecl>(dr->getDecl())) recordRef(dr, fd, c);
+      return;
+    }
     if (auto* ce = dyn_cast<CallExpr>(s)) {
+      if (auto* callee = ce->getCallee())
+        if (auto* dr = dyn_cast<DeclRefExpr>(callee->IgnoreParenImpCasts())) calleeRefs_.insert(dr);
       recordCall(ce, c);
+      if (auto* oc = dyn_cast<CXXOperatorCallExpr>(ce))  // x = op(...) on class types (array)
+        if (oc->getOperator() == OO_Equal && oc->getNumArgs() == 2) recordAssign(oc->getArg(0), oc->getArg(1), oc, c);
+      if (auto* mc = dyn_cast<CXXMemberCallExpr>(ce))  // opt.emplace(x) / opt.reset(x): opt now names x
+        if (auto* md = mc->getMethodDecl())
+          if ((md->getName() == "emplace" || md->getName() == "reset") && mc->getNumArgs() == 1)
+            recordAssign(mc->getImplicitObjectArgument(), mc->getArg(0), mc, c);
       if (isOnceCall(ce)) {
         Ctx oc = c;
         oc.inOnce = true;
@@ -755,6 +846,33 @@ class Extractor {
       return;
     }
     walkChildren(s, c);
+  }
+
+  // `f()[i] = v` / `*f() = v`: the pointer a call returns is written through, not read.
+  bool writesThrough(const Expr* call) {
+    const Expr* e = call;
+    for (int guard = 0; guard < 8; ++guard) {
+      auto parents = ctx_.getParents(*e);
+      if (parents.empty()) return false;
+      const Expr* pe = parents[0].get<Expr>();
+      if (!pe) return false;
+      if (isa<ImplicitCastExpr>(pe) || isa<ParenExpr>(pe) ||
+          (isa<BinaryOperator>(pe) && cast<BinaryOperator>(pe)->isAdditiveOp())) {
+        e = pe;
+        continue;
+      }
+      if ((isa<ArraySubscriptExpr>(pe) &&
+           cast<ArraySubscriptExpr>(pe)->getBase()->IgnoreParenImpCasts() == e->IgnoreParenImpCasts()) ||
+          (isa<UnaryOperator>(pe) && cast<UnaryOperator>(pe)->getOpcode() == UO_Deref)) {
+        auto pp = ctx_.getParents(*pe);
+        if (pp.empty()) return false;
+        if (auto* b = pp[0].get<BinaryOperator>())
+          return b->isAssignmentOp() && b->getLHS()->IgnoreParenImpCasts() == pe;
+        return false;
+      }
+      return false;
+    }
+    return false;
   }
 
   bool isWriteTarget(const Expr* e) {
@@ -778,8 +896,10 @@ class Extractor {
     if (auto* x = dyn_cast<CXXBindTemporaryExpr>(r)) r = x->getSubExpr()->IgnoreImplicit();
     if (auto* ce = dyn_cast<CallExpr>(r)) {
       ev.qualName = "op";
-      if (auto* fd = ce->getDirectCallee()) ev.templateArgs = fd->getNameAsString();
-      else ev.templateArgs = calleeText(ce);
+      if (auto* fd = ce->getDirectCallee())
+        ev.templateArgs = fd->getNameAsString();
+      else
+        ev.templateArgs = calleeText(ce);
     } else if (isa<CXXConstructExpr>(r)) {
       ev.qualName = "host";
     } else {
@@ -791,13 +911,57 @@ class Extractor {
     cur_->events.push_back(std::move(ev));
   }
 
+  // A function named without being called (table entry, std::function target, callback): a possible call.
+  void recordRef(const DeclRefExpr* dr, const FunctionDecl* fd, const Ctx& c) {
+    Event ev;
+    ev.kind = "ref";
+    ev.name = fd->getNameAsString();
+    ev.qualName = fd->getQualifiedNameAsString();
+    ev.calleeKey = keyOf(fd);
+    ev.text = text(dr);
+    stamp(ev, dr, c);
+    ev.inOnce = false;  // registered once, called on every use
+    cur_->events.push_back(std::move(ev));
+  }
+
   std::string switchText_;
+  std::set<const DeclRefExpr*> calleeRefs_;
 };
+
+thread_local std::vector<std::string> deps_;  // of the unit parsed last (one tool runs one unit at a time)
 
 class Consumer : public ASTConsumer {
  public:
   Consumer(Codebase& cb, const ParseOptions& o) : cb_(cb), o_(o) {}
+  bool shouldSkipFunctionBody(Decl* d) override {
+    auto& sm = d->getASTContext().getSourceManager();
+    SourceLocation loc = sm.getExpansionLoc(d->getLocation());
+    if (loc.isInvalid() || sm.isWrittenInMainFile(loc)) return false;
+    auto fe = sm.getFileEntryRefForID(sm.getFileID(loc));
+    if (!fe) return false;
+    auto it = underRoot_.find(fe->getName());
+    if (it == underRoot_.end()) {
+      std::string f = canonicalPath(fe->getName());
+      bool in = f.size() > o_.root.size() && f.compare(0, o_.root.size(), o_.root) == 0 && f[o_.root.size()] == '/';
+      it = underRoot_.emplace(fe->getName().str(), in).first;
+    }
+    return !it->second;
+  }
   void HandleTranslationUnit(ASTContext& ctx) override {
+    // The files of the tree this unit read (the on-disk cache revalidates them before reusing the model).
+    auto& sm = ctx.getSourceManager();
+    deps_.clear();
+    for (auto it = sm.fileinfo_begin(); it != sm.fileinfo_end(); ++it) {
+      std::string f = canonicalPath(it->first.getName());
+      auto under = [&](const std::string& d) {
+        return f.size() > d.size() && f.compare(0, d.size(), d) == 0 && f[d.size()] == '/';
+      };
+      bool mine = under(o_.root);
+      for (auto& d : o_.includeDirs) mine = mine || under(d);
+      if (mine) deps_.push_back(f);
+    }
+    std::sort(deps_.begin(), deps_.end());
+    deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
     Extractor ex(ctx, cb_, o_);
     struct V : RecursiveASTVisitor<V> {
       Extractor* ex;
@@ -813,12 +977,16 @@ class Consumer : public ASTConsumer {
  private:
   Codebase& cb_;
   const ParseOptions& o_;
+  std::map<std::string, bool, std::less<>> underRoot_;
 };
 
 class Action : public ASTFrontendAction {
  public:
   Action(Codebase& cb, const ParseOptions& o) : cb_(cb), o_(o) {}
   bool BeginSourceFileAction(CompilerInstance& ci) override {
+    // Bodies of functions outside the tree (the C++ library, vulkan.hpp) are skipped: the review never reads them,
+    // and parsing them is most of the time of a unit (see Consumer::shouldSkipFunctionBody).
+    ci.getFrontendOpts().SkipFunctionBodies = true;
     ci.getPreprocessor().SetSuppressIncludeNotFoundError(true);
     ci.getDiagnostics().setFatalsAsError(true);
     return true;
@@ -842,11 +1010,48 @@ class Factory : public tooling::FrontendActionFactory {
   const ParseOptions& o_;
 };
 
+// A compile database written on another machine names directories that do not exist here (clang would abort on
+// the chdir): run those commands from the root instead, with the same arguments.
+class PortableDatabase : public tooling::CompilationDatabase {
+ public:
+  PortableDatabase(std::unique_ptr<tooling::CompilationDatabase> inner, std::string root)
+      : inner_(std::move(inner)), root_(std::move(root)) {}
+  std::vector<tooling::CompileCommand> getCompileCommands(llvm::StringRef file) const override {
+    return fix(inner_->getCompileCommands(file));
+  }
+  std::vector<std::string> getAllFiles() const override { return inner_->getAllFiles(); }
+  std::vector<tooling::CompileCommand> getAllCompileCommands() const override {
+    return fix(inner_->getAllCompileCommands());
+  }
+
+ private:
+  std::vector<tooling::CompileCommand> fix(std::vector<tooling::CompileCommand> cmds) const {
+    for (auto& c : cmds)
+      if (!llvm::sys::fs::is_directory(c.Directory)) c.Directory = root_;
+    return cmds;
+  }
+  std::unique_ptr<tooling::CompilationDatabase> inner_;
+  std::string root_;
+};
+
 class Counter : public DiagnosticConsumer {
  public:
   unsigned errors = 0;
+  std::string first;  // first error of the current unit
   void HandleDiagnostic(DiagnosticsEngine::Level level, const Diagnostic& info) override {
-    if (level >= DiagnosticsEngine::Error) ++errors;
+    if (level < DiagnosticsEngine::Error) return;
+    ++errors;
+    if (!first.empty()) return;
+    llvm::SmallString<160> msg;
+    info.FormatDiagnostic(msg);
+    std::string where;
+    if (info.hasSourceManager() && info.getLocation().isValid()) {
+      auto& sm = info.getSourceManager();
+      auto loc = sm.getExpansionLoc(info.getLocation());
+      where = llvm::sys::path::filename(sm.getFilename(loc)).str() + ":" +
+              std::to_string(sm.getExpansionLineNumber(loc)) + ": ";
+    }
+    first = where + std::string(msg);
   }
 };
 
@@ -861,7 +1066,7 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
     db = tooling::JSONCompilationDatabase::loadFromFile(path, err, tooling::JSONCommandLineSyntax::AutoDetect);
     if (!db) return false;
   } else {
-    std::vector<std::string> args = {"-std=c++17", "-xc++"};
+    std::vector<std::string> args = {"-std=c++20", "-xc++"};
     for (auto& i : opts.includeDirs) args.push_back("-I" + i);
     db = std::make_unique<tooling::FixedCompilationDatabase>(opts.root, args);
   }
@@ -870,7 +1075,8 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
     err = "no translation units to parse";
     return false;
   }
-  if (!opts.compileCommands.empty()) db = tooling::inferMissingCompileCommands(std::move(db));
+  if (!opts.compileCommands.empty())
+    db = std::make_unique<PortableDatabase>(tooling::inferMissingCompileCommands(std::move(db)), opts.root);
   std::vector<std::string> extra = {"-ferror-limit=0", "-Wno-everything", "-fno-spell-checking"};
   // The build machine's clang headers when they are there; otherwise clang's default, relative to the executable
   // (<prefix>/lib/clang/N, where the portable archive puts them).
@@ -885,10 +1091,22 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
     tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(extra, tooling::ArgumentInsertPosition::END));
     tool.setDiagnosticConsumer(&counter);
     tool.setPrintErrorMessage(false);
+    unsigned before = counter.errors;
+    counter.first.clear();
     tool.run(&factory);  // errors are recovered from, never fatal to the review
+    ParseStatus ps;
+    ps.file = f;
+    ps.deps = deps_;
+    deps_.clear();
+    ps.errors = counter.errors - before;
+    ps.firstError = counter.first;
+    out.parseStatus.push_back(ps);
   }
   out.errors += counter.errors;
   out.parsedFiles = files;
+  for (auto& ps : out.parseStatus)
+    for (auto& [k, fn] : out.functions)
+      if (fn.file == ps.file) ++ps.functions;
   return true;
 }
 

@@ -21,8 +21,11 @@ std::string verdict(const Review& r) {
            std::to_string(r.recoveredErrors) +
            " error diagnostic(s), e.g. a class declared in a header that was not found); pass -I DIR or "
            "--compile-commands FILE.";
-  if (r.findings.empty()) return "No pipeline hazards found on the reviewed paths: pipeline-friendly as far as the reviewer can see.";
-  if (c["high"]) return "Not pipeline-friendly: " + std::to_string(c["high"]) + " path(s) sync the host or fall back to the CPU on the GPU path.";
+  if (r.findings.empty())
+    return "No pipeline hazards found on the reviewed paths: pipeline-friendly as far as the reviewer can see.";
+  if (c["high"])
+    return "Not pipeline-friendly: " + std::to_string(c["high"]) +
+           " path(s) sync the host or fall back to the CPU on the GPU path.";
   if (c["medium"]) return "Asynchronous, but with avoidable copies or materialization on the GPU path.";
   return "Asynchronous; only minor fragmentation or allocation overhead.";
 }
@@ -36,10 +39,27 @@ void printMarkdown(const Review& r, std::ostream& out) {
   for (auto& n : r.target.notes) out << "  - " << n << "\n";
   out << "- Rules: " << r.rulesName << "; parsed " << r.parsedUnits << " translation unit(s)";
   if (r.recoveredErrors) out << ", recovered from " << r.recoveredErrors << " error diagnostic(s)";
-  out << "\n- Files inspected:\n";
+  out << "\n";
+  if (!r.parseStatus.empty()) {
+    size_t clean = 0;
+    for (auto& p : r.parseStatus) clean += p.errors == 0;
+    out << "- Parse status: " << clean << " of " << r.parseStatus.size() << " unit(s) without errors"
+        << (r.cachedUnits ? ", " + std::to_string(r.cachedUnits) + " from the cache" : "") << "\n";
+    for (auto& p : r.parseStatus)
+      if (p.errors)
+        out << "  - " << p.file << ": " << p.errors << " error(s), " << p.functions
+            << " function(s) extracted; first: " << p.firstError << "\n";
+  }
+  if (!r.includeDirs.empty()) {
+    out << "- Include roots:";
+    for (auto& d : r.includeDirs) out << " " << d;
+    out << (r.compileCommands.empty() ? "" : "; compile commands: " + r.compileCommands) << "\n";
+  }
+  out << "- Files inspected:\n";
   for (auto& f : r.files) out << "  - " << f << "\n";
   out << "- Functions inspected:\n";
-  for (auto& f : r.functions) out << "  - " << f.function << " (" << f.file << ":" << f.line << ") [" << f.role << "]\n";
+  for (auto& f : r.functions)
+    out << "  - " << f.function << " (" << f.file << ":" << f.line << ") [" << f.role << "]\n";
   out << "\n## Findings\n\n";
   if (r.findings.empty()) out << "No findings.\n";
   int i = 0;
@@ -59,7 +79,8 @@ void printMarkdown(const Review& r, std::ostream& out) {
   }
   out << "\n## Non-issues\n\n";
   if (r.nonIssues.empty()) out << "None checked.\n";
-  for (auto& n : r.nonIssues) out << "- " << n.file << ":" << n.line << " in `" << n.function << "`: " << n.reason << "\n";
+  for (auto& n : r.nonIssues)
+    out << "- " << n.file << ":" << n.line << " in `" << n.function << "`: " << n.reason << "\n";
   auto c = counts(r);
   out << "\n## Summary\n\n- Findings: high " << c["high"] << ", medium " << c["medium"] << ", low " << c["low"] << "\n";
   out << "- " << verdict(r) << "\n";
@@ -69,26 +90,51 @@ void printJson(const Review& r, std::ostream& out) {
   using nlohmann::json;
   json j;
   json scope;
-  scope["target"] = {{"kind", r.target.kind}, {"spec", r.target.spec}, {"resolved", r.target.resolved},
-                     {"matches", r.target.matches}, {"notes", r.target.notes}};
+  scope["target"] = {{"kind", r.target.kind},
+                     {"spec", r.target.spec},
+                     {"resolved", r.target.resolved},
+                     {"matches", r.target.matches},
+                     {"notes", r.target.notes}};
   scope["rules"] = r.rulesName;
   scope["parsed_units"] = r.parsedUnits;
   scope["recovered_errors"] = r.recoveredErrors;
   scope["files"] = r.files;
+  json ps = json::array();
+  for (auto& p : r.parseStatus)
+    ps.push_back({{"file", p.file},
+                  {"errors", p.errors},
+                  {"first_error", p.firstError},
+                  {"functions", p.functions},
+                  {"cached", p.cached}});
+  scope["parse_status"] = ps;
+  scope["include_dirs"] = r.includeDirs;
+  scope["compile_commands"] = r.compileCommands;
   json fns = json::array();
-  for (auto& f : r.functions) fns.push_back({{"function", f.function}, {"file", f.file}, {"line", f.line}, {"role", f.role}});
+  for (auto& f : r.functions)
+    fns.push_back({{"function", f.function}, {"file", f.file}, {"line", f.line}, {"role", f.role}});
   scope["functions"] = fns;
   j["scope"] = scope;
   json fs = json::array();
   for (auto& f : r.findings)
-    fs.push_back({{"severity", f.severity}, {"check", f.check}, {"rule", f.rule}, {"file", f.file}, {"line", f.line},
-                  {"location", f.file + ":" + std::to_string(f.line)}, {"function", f.function},
-                  {"problem", f.problem}, {"why", f.why}, {"trigger", f.trigger}, {"chain", f.chain},
-                  {"also_from", f.alsoFrom}, {"direction", f.direction}});
+    fs.push_back({{"severity", f.severity},
+                  {"check", f.check},
+                  {"rule", f.rule},
+                  {"file", f.file},
+                  {"line", f.line},
+                  {"location", f.file + ":" + std::to_string(f.line)},
+                  {"function", f.function},
+                  {"problem", f.problem},
+                  {"why", f.why},
+                  {"trigger", f.trigger},
+                  {"reachability", f.reachability},
+                  {"chain", f.chain},
+                  {"also_from", f.alsoFrom},
+                  {"direction", f.direction}});
   j["findings"] = fs;
   json ns = json::array();
   for (auto& n : r.nonIssues)
-    ns.push_back({{"check", n.check}, {"file", n.file}, {"line", n.line}, {"function", n.function}, {"reason", n.reason}});
+    ns.push_back(
+        {{"check", n.check}, {"file", n.file}, {"line", n.line}, {"function", n.function}, {"reason", n.reason}});
   j["non_issues"] = ns;
   auto c = counts(r);
   j["summary"] = {{"high", c["high"]}, {"medium", c["medium"]}, {"low", c["low"]}, {"verdict", verdict(r)}};

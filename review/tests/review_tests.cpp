@@ -1,9 +1,13 @@
 // Test driver for m2v review: recall/precision on the seeded fixture backend, one test per target kind, CLI
 // contract (exit codes). Usage: review_tests MODE FIXTURE_ROOT [ARG]
+#include <unistd.h>
+#include <array>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -13,12 +17,12 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 static int failures = 0;
-#define EXPECT_TRUE(c, msg)                                           \
-  do {                                                                \
-    if (!(c)) {                                                       \
-      std::cerr << "FAIL " << __LINE__ << ": " << msg << "\n";        \
-      ++failures;                                                     \
-    }                                                                 \
+#define EXPECT_TRUE(c, msg)                                    \
+  do {                                                         \
+    if (!(c)) {                                                \
+      std::cerr << "FAIL " << __LINE__ << ": " << msg << "\n"; \
+      ++failures;                                              \
+    }                                                          \
   } while (0)
 
 static int review(std::vector<std::string> args, json& j, std::string* text = nullptr) {
@@ -42,16 +46,18 @@ static bool endsWith(const std::string& s, const std::string& t) {
 
 static bool matches(const json& f, const json& e) {
   return f["file"] == e["file"] && f["line"] == e["line"] && f["check"] == e["check"] &&
-         f["severity"] == e["severity"] && endsWith(f["function"].get<std::string>(), e["function"].get<std::string>()) &&
+         f["severity"] == e["severity"] &&
+         endsWith(f["function"].get<std::string>(), e["function"].get<std::string>()) &&
          f["trigger"].get<std::string>().find(e["trigger"].get<std::string>()) != std::string::npos;
 }
 
 // Recall and precision over the whole fixture backend (optionally one check).
-static int recall(const std::string& root, const std::string& only) {
+static int recall(const std::string& root, const std::string& only, const std::string& target = "mlx/backend/vulkan",
+                  size_t minSeeded = 25) {
   std::ifstream in(root + "/expected.json");
   json spec = json::parse(in);
   json j;
-  int rc = review({"--root", root, "mlx/backend/vulkan", "--json"}, j);
+  int rc = review({"--root", root, target, "--json"}, j);
   EXPECT_TRUE(rc == 0, "review ran");
   std::vector<json> expected, findings;
   for (auto& e : spec["expected"])
@@ -62,7 +68,8 @@ static int recall(const std::string& root, const std::string& only) {
   for (auto& e : expected) {
     bool hit = false;
     for (auto& f : findings) hit = hit || matches(f, e);
-    if (hit) ++found;
+    if (hit)
+      ++found;
     else {
       std::cerr << "MISSED " << e.dump() << "\n";
       for (auto& f : findings)
@@ -74,8 +81,11 @@ static int recall(const std::string& root, const std::string& only) {
   for (auto& f : findings) {
     bool ok = false;
     for (auto& e : expected) ok = ok || matches(f, e);
-    if (ok) ++correct;
-    else std::cerr << "UNEXPECTED " << f["check"] << " " << f["severity"] << " " << f["location"] << " " << f["problem"] << "\n";
+    if (ok)
+      ++correct;
+    else
+      std::cerr << "UNEXPECTED " << f["check"] << " " << f["severity"] << " " << f["location"] << " " << f["problem"]
+                << "\n";
   }
   for (auto& n : spec["near_misses"])
     for (auto& f : j["findings"])
@@ -94,12 +104,35 @@ static int recall(const std::string& root, const std::string& only) {
   double r = expected.empty() ? 1.0 : double(found) / expected.size();
   double p = findings.empty() ? 1.0 : double(correct) / findings.size();
   std::cout << "review fixture" << (only.empty() ? "" : " [" + only + "]") << ": seeded " << expected.size()
-            << ", found " << found << ", reported " << findings.size() << ", correct " << correct << "; recall "
-            << r << ", precision " << p << "; near misses " << spec["near_misses"].size() << " (explained as non-issues: "
-            << explained << ")\n";
+            << ", found " << found << ", reported " << findings.size() << ", correct " << correct << "; recall " << r
+            << ", precision " << p << "; near misses " << spec["near_misses"].size()
+            << " (explained as non-issues: " << explained << ")\n";
+  // per hazard class (check): recall over the seeded hazards, precision over what was reported
+  std::map<std::string, std::array<size_t, 4>> per;  // expected, found, reported, correct
+  for (auto& e : expected) {
+    auto& c = per[e["check"]];
+    ++c[0];
+    for (auto& f : findings)
+      if (matches(f, e)) {
+        ++c[1];
+        break;
+      }
+  }
+  for (auto& f : findings) {
+    auto& c = per[f["check"]];
+    ++c[2];
+    for (auto& e : expected)
+      if (matches(f, e)) {
+        ++c[3];
+        break;
+      }
+  }
+  for (auto& [check, c] : per)
+    std::cout << "  " << check << ": seeded " << c[0] << ", found " << c[1] << ", reported " << c[2] << ", correct "
+              << c[3] << "\n";
   EXPECT_TRUE(found == expected.size(), "recall must be 1");
   EXPECT_TRUE(correct == findings.size(), "precision must be 1");
-  if (only.empty()) EXPECT_TRUE(expected.size() >= 25, "at least 25 seeded hazards");
+  if (only.empty()) EXPECT_TRUE(expected.size() >= minSeeded, "at least " << minSeeded << " seeded hazards");
   return failures;
 }
 
@@ -201,7 +234,8 @@ static int targets(const std::string& root, const std::string& mode) {
   } else if (mode == "cli") {
     std::string t;
     EXPECT_TRUE(review({"--root", root, hs, "--fail-on", "high"}, j, &t) == 1, "--fail-on high fails on high");
-    EXPECT_TRUE(review({"--root", root, "mlx/backend/vulkan/fixed.cpp", "--fail-on", "low"}, j, &t) == 0, "clean passes");
+    EXPECT_TRUE(review({"--root", root, "mlx/backend/vulkan/fixed.cpp", "--fail-on", "low"}, j, &t) == 0,
+                "clean passes");
     EXPECT_TRUE(review({"--root", root}, j, &t) == 2, "usage error");
     EXPECT_TRUE(review({"--root", root, "NoSuchThing"}, j, &t) == 2, "unknown target");
     EXPECT_TRUE(review({"--root", root + "/nope", "x"}, j, &t) == 2, "bad root");
@@ -223,12 +257,70 @@ static int targets(const std::string& root, const std::string& mode) {
   return failures;
 }
 
+// The on-disk model cache: a second run reuses every unit and reports the same; editing a header the units read
+// makes them parse again.
+static int cache(const std::string& root) {
+  fs::path tmp = fs::temp_directory_path() / ("m2v-review-cache-test-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp / "tree");
+  fs::copy(root, tmp / "tree", fs::copy_options::recursive);
+  std::string tree = (tmp / "tree").string(), dir = (tmp / "cache").string();
+  auto run = [&](json& j) { return review({"--root", tree, "mlx/backend/vulkan", "--json", "--cache-dir", dir}, j); };
+  json a, b, c;
+  EXPECT_TRUE(run(a) == 0 && run(b) == 0, "ran twice");
+  EXPECT_TRUE(a["findings"] == b["findings"] && a["non_issues"] == b["non_issues"], "same report from the cache");
+  size_t cachedA = 0, cachedB = 0;
+  for (auto& p : a["scope"]["parse_status"]) cachedA += p["cached"].get<bool>();
+  for (auto& p : b["scope"]["parse_status"]) cachedB += p["cached"].get<bool>();
+  EXPECT_TRUE(cachedA == 0, "first run parses every unit");
+  EXPECT_TRUE(cachedB == b["scope"]["parse_status"].size() && cachedB > 0, "second run reuses every unit");
+  {
+    std::ofstream h(tmp / "tree" / "mlx" / "ops.h", std::ios::app);
+    h << "// edited\n";
+  }
+  EXPECT_TRUE(run(c) == 0, "ran after the edit");
+  size_t reparsed = 0;
+  for (auto& p : c["scope"]["parse_status"]) reparsed += !p["cached"].get<bool>();
+  EXPECT_TRUE(reparsed > 0 && reparsed < c["scope"]["parse_status"].size(),
+              "units that read mlx/ops.h parse again, the others come from the cache (" << reparsed << ")");
+  EXPECT_TRUE(a["findings"] == c["findings"], "a comment changes no finding");
+  fs::remove_all(tmp);
+  std::cout << "cache: " << cachedB << " unit(s) reused, " << reparsed << " re-parsed after a header edit\n";
+  return failures;
+}
+
+// An entry target parses only the units it reaches, and reports what a full parse reports.
+static int partial(const std::string& root) {
+  for (std::string t : {"Gather::eval_gpu", "ScaledDotProductAttention::eval_gpu", "Reduce::eval_gpu"}) {
+    json p, f;
+    EXPECT_TRUE(review({"--root", root, t, "--json", "--no-cache"}, p) == 0, "ran " << t);
+    EXPECT_TRUE(review({"--root", root, t, "--json", "--no-cache", "--full-parse"}, f) == 0, "ran full " << t);
+    auto strip = [](json fs) {
+      for (auto& x : fs) x.erase("also_from");
+      return fs;
+    };
+    EXPECT_TRUE(strip(p["findings"]) == strip(f["findings"]) && p["non_issues"] == f["non_issues"],
+                "same findings and non-issues for " << t);
+    EXPECT_TRUE(p["scope"]["parse_status"].size() < f["scope"]["parse_status"].size(),
+                "fewer units parsed for " << t << ": " << p["scope"]["parse_status"].size());
+    std::cout << t << ": " << p["scope"]["parse_status"].size() << " of " << f["scope"]["parse_status"].size()
+              << " units, " << p["findings"].size() << " findings\n";
+  }
+  return failures;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: review_tests recall|file|function|class|symbol|diff|commit|cli FIXTURE_ROOT [CHECK]\n";
     return 2;
   }
   std::string mode = argv[1], root = fs::canonical(argv[2]).string();
-  int rc = mode == "recall" ? recall(root, argc > 3 ? argv[3] : "") : targets(root, mode);
+  // recall ROOT [CHECK|all] [TARGET [MIN_SEEDED]]: the fixture backend reviewed as a user would (one target)
+  std::string only = argc > 3 && std::string(argv[3]) != "all" ? argv[3] : "";
+  if (mode == "cache") return cache(root) ? 1 : 0;
+  if (mode == "partial") return partial(root) ? 1 : 0;
+  int rc = mode == "recall"
+               ? recall(root, only, argc > 4 ? argv[4] : "mlx/backend/vulkan", argc > 5 ? std::stoul(argv[5]) : 25)
+               : targets(root, mode);
   return rc ? 1 : 0;
 }

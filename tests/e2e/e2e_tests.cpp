@@ -441,6 +441,25 @@ TEST_F(E2E, PrivateBytesAsEightByteWords) {
   EXPECT_TRUE(allEqual(read<uint8_t>(bytes, n * 8), wantBytes));
 }
 
+TEST_F(E2E, BoolVectorSwizzles) {
+  Kernel k = load("bool_swizzles");
+  const uint32_t n = 200;
+  auto f = randFloats(n * 4, -2, 2);
+  Buffer bf = upload(f), out = poisoned(n * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bf, 0, 0);
+  stream().setBuffer(out, 0, 1);
+  stream().dispatchThreads({n, 1, 1}, {32, 1, 1});
+  std::vector<int32_t> want(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const float* x = &f[i * 4];
+    int v = int(x[0] > 0) + 2 * int(x[1] > 0) + 4 * int(x[2] > 0) + 8 * int(x[3] > 0);
+    v += 16 * int(x[2] < 1) + 32 * int(x[0] < 1) + 64 * int(x[1] > 0);  // back = (z, y, x) of in < 1
+    want[i] = v;
+  }
+  EXPECT_TRUE(allEqual(read<int32_t>(out, n), want));
+}
+
 TEST_F(E2E, MatrixTypes) {
   Kernel k = load("matrix_ops");
   const uint32_t n = 70;

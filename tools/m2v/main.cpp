@@ -26,6 +26,7 @@ using m2v::cli::Args;
 // `m2v review` parses its own options (review/src/cli.cpp prints the full usage for `m2v review --help`).
 const char kReviewSummary[] =
     R"(review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE] [--fail-on SEVERITY]
+      [-j N] [--full-parse] [--no-cache] [--cache-dir DIR]
     Review a Vulkan compute backend for async-pipeline hazards. TARGET: a file, function, class or symbol,
     --diff FILE, --commit SHA or a git range A..B.
 )";

@@ -27,6 +27,21 @@ template <class To, class From> constexpr __M2V_F To static_cast_(From v) {
     return static_cast<To>(v);
 }
 
+// `b.xy` on a bool vector (clang has no component names for them): the components, as a value.
+template <int... I, class V> constexpr __M2V_F auto swizzle(V v) {
+  using E = elem_t<V>;
+  if constexpr (sizeof...(I) == 1) {
+    constexpr int index[] = {I...};
+    return E(v[index[0]]);
+  } else {
+    using R = E __attribute__((ext_vector_type(sizeof...(I))));
+    R r;
+    int k = 0;
+    ((r[k++] = v[I]), ...);
+    return r;
+  }
+}
+
 // The operands of `c ? a : b` as values: class objects in different address spaces (`c ? tg[i] : op.init`) have
 // no common type in C++; in Metal both are copied.
 template <class T> constexpr __M2V_F T value(T x) { return x; }

@@ -58,3 +58,14 @@ kernel void private_bytes_as_words(device const uint* in [[buffer(0)]], device u
   *(thread uint2*)c = uint2(in[i], ~in[i]);
   for (int k = 0; k < count; ++k) bytes_out[i * 8 + k] = c[k];
 }
+
+// Component names and swizzles of bool vectors (clang has none: the front end rewrites them on a second parse).
+kernel void bool_swizzles(device const float4* in [[buffer(0)]], device int* out [[buffer(1)]],
+                          uint i [[thread_position_in_grid]]) {
+  bool4 b = in[i] > 0.0f;
+  bool2 hi = b.zw;
+  bool3 back = (in[i] < 1.0f).zyx;
+  int v = int(b.x) + 2 * int(b.y) + 4 * int(hi.x) + 8 * int(hi.y);
+  v += 16 * int(back.x) + 32 * int(back.z) + 64 * int(b.rg.y);
+  out[i] = v;
+}

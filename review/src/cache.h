@@ -1,0 +1,24 @@
+// One parse of the backend shared by every target of a run, and kept on disk between runs: the model of each
+// translation unit is stored under a key made of the unit's text, the compile options and the tool build, and
+// reused while every file of the tree it read is unchanged.
+#pragma once
+#include <string>
+
+#include "frontend.h"
+#include "model.h"
+
+namespace m2v::review {
+
+struct CacheOptions {
+  bool enabled = true;
+  std::string dir;    // "" = M2V_REVIEW_CACHE, else $XDG_CACHE_HOME/m2v-review, else ~/.cache/m2v-review
+  unsigned jobs = 0;  // units parsed at once (-j N); 0 = $M2V_REVIEW_JOBS, else the machine's cores (at most 8)
+};
+
+// Parses opts.files (each unit on its own) into cb, reusing cached units. Returns false only when nothing could be
+// run at all (err says why). Fills cb.parseStatus (cached or parsed, errors, first error, functions extracted).
+bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebase& cb, std::string& err);
+
+std::string defaultCacheDir();
+
+}  // namespace m2v::review
