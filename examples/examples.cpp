@@ -278,6 +278,11 @@ std::vector<Result> runAll(const Options& options, std::ostream& log) {
   if (dir.empty()) {
     const char* env = std::getenv("M2V_EXAMPLES_DIR");
     dir = env && *env ? env : M2V_EXAMPLES_SOURCE_DIR;
+    // An installed m2v (the portable archive: bin/m2v, examples/) uses the examples beside it.
+    std::error_code ec;
+    std::filesystem::path installed = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "../examples";
+    if (!(env && *env) && !ec && std::filesystem::exists(installed / "saxpy.metal", ec))
+      dir = installed.lexically_normal().string();
   }
   DeviceOptions dopts;
   dopts.selector = options.device;

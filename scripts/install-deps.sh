@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything metal2vk needs to build and test on Debian 12 (run as root, or with sudo available).
+# lld-22, libzstd-dev and xz-utils: the portable archive (scripts/package.sh); pip, setuptools, wheel and venv:
+# `pip install .` and its CI check (scripts/smoke-wheel.sh).
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -11,4 +13,5 @@ $SUDO apt-get install -y --no-install-recommends \
   spirv-tools spirv-headers glslang-tools \
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools \
   nlohmann-json3-dev libgtest-dev libgmock-dev \
+  lld-22 libzstd-dev xz-utils python3-pip python3-setuptools python3-wheel python3-venv \
   python3 python3-dev python3-numpy python3-pytest pybind11-dev

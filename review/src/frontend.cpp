@@ -1078,7 +1078,10 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
   if (!opts.compileCommands.empty())
     db = std::make_unique<PortableDatabase>(tooling::inferMissingCompileCommands(std::move(db)), opts.root);
   std::vector<std::string> extra = {"-ferror-limit=0", "-Wno-everything", "-fno-spell-checking"};
-  if (std::string(M2V_CLANG_RESOURCE_DIR).size()) extra.push_back("-resource-dir=" M2V_CLANG_RESOURCE_DIR);
+  // The build machine's clang headers when they are there; otherwise clang's default, relative to the executable
+  // (<prefix>/lib/clang/N, where the portable archive puts them).
+  if (std::string(M2V_CLANG_RESOURCE_DIR).size() && llvm::sys::fs::is_directory(M2V_CLANG_RESOURCE_DIR))
+    extra.push_back("-resource-dir=" M2V_CLANG_RESOURCE_DIR);
   if (!opts.compileCommands.empty())
     for (auto& i : opts.includeDirs) extra.push_back("-I" + i);
   Counter counter;

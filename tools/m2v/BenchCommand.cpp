@@ -29,6 +29,12 @@ double bestOf(int runs, const std::string& source, const std::string& name, cons
 
 }  // namespace
 
+extern const char kBenchUsage[] =
+    R"(bench compile FILE.metal... [--runs N] [-I DIR]... [-D NAME[=VALUE]]... [-j N]
+    Compile time per kernel file, in process, best of N runs (default 5), as a Markdown table with entry points
+    per second.
+)";
+
 int benchCommand(const Args& args) {
   if (args.empty() || args[0] != "compile")
     return usageError("bench", "expected 'compile FILE.metal...' [--runs N] [-I DIR]... [-D NAME[=VALUE]]... [-j N]");

@@ -9,7 +9,7 @@ namespace m2v::cli {
 using Args = std::vector<std::string>;
 
 int compileCommand(const Args& args);
-int benchCommand(const Args& args);  // BenchCommand.cpp
+int benchCommand(const Args& args);     // BenchCommand.cpp
 int runCommand(const Args& args);       // RunCommand.cpp
 int examplesCommand(const Args& args);  // RunCommand.cpp (bundled examples/, CPU-checked)
 int mlxCommand(const Args& args);       // MlxCommand.cpp (one mx.fast.metal_kernel call from JSON)
@@ -17,6 +17,14 @@ int sweepCommand(const Args& args);     // SweepCommand.cpp (corpus/ conformance
 
 // The file name (without extension) of an entry point's module and reflection in an output directory.
 std::string moduleFileStem(const std::string& entry);
+
+// Each command's usage ("NAME ARGS...\n    description\n"), defined beside the command; `m2v CMD --help` prints it.
+extern const char kCompileUsage[];
+extern const char kBenchUsage[];
+extern const char kRunUsage[];
+extern const char kExamplesUsage[];
+extern const char kMlxUsage[];
+extern const char kSweepUsage[];
 
 // Usage errors share one format and exit code (2).
 int usageError(const std::string& command, const std::string& message);

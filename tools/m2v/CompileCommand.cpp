@@ -46,6 +46,15 @@ std::string moduleFileStem(const std::string& entry) {
   return stem + "-" + hex;
 }
 
+extern const char kCompileUsage[] =
+    R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [-j N] [--json] [--asm] [--ir]
+      [-x metal] [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-fsyntax-only] [-ferror-limit=N] [-W...] [-c]
+    Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json), -j N entry
+    points at a time (default: one per core). The second line's flags are those of Apple's `metal` compiler (as
+    MLX's build passes them): language version, fast math, diagnostics only, error limit, warnings; -x metal and
+    -c change nothing.
+)";
+
 int compileCommand(const Args& args) {
   CompileOptions options;
   std::string input, outDir;

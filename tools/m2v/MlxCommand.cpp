@@ -178,6 +178,12 @@ std::string preview(const mlx::Array& a) {
 
 }  // namespace
 
+extern const char kMlxUsage[] =
+    R"(mlx SPEC.json [--print-source] [--verbose] [-o DIR] [--device SEL]
+    Run one mx.fast.metal_kernel call described in JSON (inputs inline, random or .npy; docs/MLX.md) and write
+    each output as DIR/NAME.npy; --print-source prints MLX's assembled kernel text instead of running.
+)";
+
 int mlxCommand(const Args& args) {
   std::string specPath, outDir = ".", device;
   bool printSource = false, verbose = false;

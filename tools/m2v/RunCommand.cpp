@@ -204,6 +204,16 @@ bool setConstant(Stream& stream, const KernelReflection& r, uint32_t index, cons
 
 }  // namespace
 
+extern const char kRunUsage[] =
+    R"(run FILE.metal --entry NAME --grid X[,Y,Z] | --groups X[,Y,Z]  --threadgroup X[,Y,Z] --arg INDEX=SPEC...
+    [--out INDEX=FILE]... [--time] [--repeat N] [--device SEL] [--fc INDEX=VALUE]... [--tgmem INDEX=BYTES]...
+    [-I DIR]... [-D NAME[=VALUE]]... [--seed S]
+    Compile one kernel and run it (--grid: dispatchThreads, --groups: dispatchThreadgroups). SPEC is
+    DTYPE:COUNT:rand | DTYPE:COUNT:const:V | DTYPE:COUNT:iota | DTYPE:COUNT:zero | DTYPE:file:PATH | DTYPE:scalar:V
+    with DTYPE one of f32 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64 bool. Writable buffers are summarised unless
+    --out writes them (raw bytes); --time prints GPU time per dispatch. The device goes to stderr.
+)";
+
 int runCommand(const Args& args) {
   CompileOptions options;
   std::string input, entry, deviceSel;
@@ -423,6 +433,12 @@ int runCommand(const Args& args) {
   }
   return 0;
 }
+
+extern const char kExamplesUsage[] =
+    R"(examples [--device SEL] [--filter SUBSTR] [--dir DIR] [--seed S]
+    Compile and run the bundled example kernels, check each against its CPU reference and print a table.
+    Exit code 1 when a result does not match or a kernel fails.
+)";
 
 // m2v examples [--device SEL] [--filter SUBSTR] [--dir DIR] [--seed S]: exit 1 on a mismatch or failure, 0 when
 // every example is ok or refused for a documented reason (e.g. no 32-wide subgroups).

@@ -124,6 +124,14 @@ corpus::Modules compileAll(const std::vector<corpus::Case>& cases, int jobs, boo
 
 }  // namespace
 
+extern const char kSweepUsage[] =
+    R"(sweep DIR [-j N] [--device SEL] [--report PREFIX] [--filter SUBSTR] [--floor FILE] [--seed S] [--repeat N]
+      [--ceiling-gbs GBS] [--emit-modules DIR] [--compile-only] [--modules DIR]
+    Compile (in parallel) and run every case of a corpus directory (corpus/kernels), check each against its CPU
+    reference and report the furthest stage reached (Markdown + TSV + JSON with --report). --floor FILE fails
+    (exit 1) when a listed kernel does not reach "matched". m2v-sweep-run runs precompiled modules without LLVM.
+)";
+
 int sweepCommand(const Args& args) { return corpus::sweepMain("m2v sweep", args, compileAll); }
 
 }  // namespace m2v::cli

@@ -1,4 +1,5 @@
-// m2v: the metal2vk command line.
+// m2v: the metal2vk command line. Each command's usage text lives beside the command (k*Usage in its file).
+#include <llvm/Config/llvm-config.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -7,15 +8,17 @@
 #include <exception>
 #include <functional>
 #include <iostream>
-#include <map>
+#include <sstream>
+#include <string>
 
 #include "Commands.h"
+#include "metal2vk/compiler.h"
 #include "metal2vk/review.h"
 
 namespace m2v::cli {
 
 int usageError(const std::string& command, const std::string& message) {
-  std::cerr << "m2v " << command << ": " << message << "\n(run 'm2v help' for usage)\n";
+  std::cerr << "m2v " << command << ": " << message << "\n(run 'm2v " << command << " --help' for usage)\n";
   return 2;
 }
 
@@ -23,40 +26,58 @@ int usageError(const std::string& command, const std::string& message) {
 
 namespace {
 
-const char* kUsage = R"(usage: m2v <command> [options]
+using m2v::cli::Args;
 
-commands:
-  compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [--json] [--asm] [--ir]
-      Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json).
-  run FILE.metal --entry NAME --grid X[,Y,Z] | --groups X[,Y,Z]  --threadgroup X[,Y,Z] --arg INDEX=SPEC...
-      [--out INDEX=FILE]... [--time] [--repeat N] [--device SEL] [--fc INDEX=VALUE]... [--tgmem INDEX=BYTES]...
-      [-I DIR]... [-D NAME[=VALUE]]... [--seed S]
-      Compile one kernel and run it (--grid: dispatchThreads, --groups: dispatchThreadgroups). SPEC is
-      DTYPE:COUNT:rand | DTYPE:COUNT:const:V | DTYPE:COUNT:iota | DTYPE:COUNT:zero | DTYPE:file:PATH | DTYPE:scalar:V
-      with DTYPE one of f32 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64 bool. Writable buffers are summarised unless
-      --out writes them (raw bytes); --time prints GPU time per dispatch. The device goes to stderr.
-  examples [--device SEL] [--filter SUBSTR] [--dir DIR]
-      Compile and run the bundled example kernels, check each against its CPU reference and print a table.
-  mlx SPEC.json [--print-source] [--verbose] [-o DIR] [--device SEL]
-      Run one mx.fast.metal_kernel call described in JSON (inputs inline, random or .npy; docs/MLX.md) and write
-      each output as DIR/NAME.npy; --print-source prints MLX's assembled kernel text instead of running.
-  review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE] [--fail-on SEVERITY]
-         [-j N] [--full-parse] [--no-cache] [--cache-dir DIR]
-      Review a Vulkan compute backend for async-pipeline hazards. TARGET: a file, function, class or symbol,
-      --diff FILE, --commit SHA or a git range A..B.
-  sweep DIR [-j N] [--device SEL] [--report PREFIX] [--filter SUBSTR] [--floor FILE] [--seed S] [--repeat N]
-        [--emit-modules DIR] [--compile-only] [--modules DIR]
-      Compile (in parallel) and run every case of a corpus directory (corpus/kernels), check each against its CPU
-      reference and report the furthest stage reached (Markdown + TSV + JSON with --report). --floor FILE fails
-      (exit 1) when a listed kernel does not reach "matched". m2v-sweep-run runs precompiled modules without LLVM.
-  bench compile FILE.metal... [--runs N]
-      Compile time per kernel file, in process, best of N runs (default 5), as a Markdown table.
-  help
-      Show this text.
-
-exit codes: 0 success, 1 error in the input, 2 usage error, 3 unsupported construct, 4 internal error,
-            5 device failure
+// `m2v review` parses its own options (review/src/cli.cpp prints the full usage for `m2v review --help`).
+const char kReviewSummary[] =
+    R"(review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE] [--fail-on SEVERITY]
+      [-j N] [--full-parse] [--no-cache] [--cache-dir DIR]
+    Review a Vulkan compute backend for async-pipeline hazards. TARGET: a file, function, class or symbol,
+    --diff FILE, --commit SHA or a git range A..B.
 )";
+
+struct Command {
+  const char* name;
+  int (*run)(const Args&);
+  const char* usage;  // "NAME ARGS...\n    description\n"
+};
+
+int reviewCommand(const Args& a) { return m2v::runReviewCli(a, std::cout, std::cerr); }
+
+const Command kCommands[] = {
+    {"compile", m2v::cli::compileCommand, m2v::cli::kCompileUsage},
+    {"run", m2v::cli::runCommand, m2v::cli::kRunUsage},
+    {"examples", m2v::cli::examplesCommand, m2v::cli::kExamplesUsage},
+    {"mlx", m2v::cli::mlxCommand, m2v::cli::kMlxUsage},
+    {"review", reviewCommand, kReviewSummary},
+    {"sweep", m2v::cli::sweepCommand, m2v::cli::kSweepUsage},
+    {"bench", m2v::cli::benchCommand, m2v::cli::kBenchUsage},
+};
+
+const char kExitCodes[] =
+    "exit codes: 0 success, 1 error in the input, 2 usage error, 3 unsupported construct, 4 internal error,\n"
+    "            5 device failure\n";
+
+void printOverview(std::ostream& os) {
+  os << "usage: m2v <command> [options]      (m2v <command> --help: that command's usage; m2v --version)\n\n"
+        "commands:\n";
+  for (const Command& c : kCommands) {
+    std::istringstream lines(c.usage);
+    for (std::string line; std::getline(lines, line);) os << "  " << line << "\n";
+  }
+  os << "  help\n      Show this text.\n\n" << kExitCodes;
+}
+
+void printVersion(std::ostream& os) {
+  os << "m2v " << M2V_VERSION << " (" << M2V_BUILD_KIND << ")\n"
+     << "compiler " << m2v::compilerVersion() << ", built with LLVM and clang " << LLVM_VERSION_STRING << "\n";
+}
+
+bool asksForHelp(const Args& args) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") return true;
+  return false;
+}
 
 // Hostile input must never end m2v with a signal (exit codes 0-5 only). Two nets:
 // - commands run on a thread with a 1 GiB stack (reserved, touched only as used): clang's parser and semantic
@@ -138,22 +159,26 @@ int runWithLargeStack(std::function<int()> run) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace m2v::cli;
-  std::map<std::string, std::function<int(const Args&)>> commands = {
-      {"compile", compileCommand},
-      {"bench", benchCommand},
-      {"review", [](const Args& a) { return m2v::runReviewCli(a, std::cout, std::cerr); }},
-      {"run", runCommand},
-      {"examples", examplesCommand},
-      {"sweep", sweepCommand},
-      {"mlx", mlxCommand},
-  };
-  if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::cout << kUsage;
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {
+    printOverview(std::cerr);
+    return 2;
   }
-  auto it = commands.find(argv[1]);
-  if (it == commands.end()) return usageError(argv[1], "unknown command");
+  if (!std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    printOverview(std::cout);
+    return 0;
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
+    printVersion(std::cout);
+    return 0;
+  }
   Args args(argv + 2, argv + argc);
-  return runWithLargeStack([&] { return it->second(args); });
+  for (const Command& c : kCommands) {
+    if (std::strcmp(argv[1], c.name)) continue;
+    if (c.run != reviewCommand && asksForHelp(args)) {
+      std::cout << "usage: m2v " << c.usage << "\n" << kExitCodes;
+      return 0;
+    }
+    return runWithLargeStack([&] { return c.run(args); });
+  }
+  return m2v::cli::usageError(argv[1], "unknown command");
 }
