@@ -12,6 +12,11 @@ namespace m2v::lower {
 // null when there is no such function.
 std::unique_ptr<llvm::Module> extractEntry(const llvm::Module& m, llvm::StringRef mangledName);
 
+// Deletes instructions that only feed each other (dead phi cycles), leaving control flow as it is.
+struct RemoveDeadCyclesPass : llvm::PassInfoMixin<RemoveDeadCyclesPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
 // Gives each loop that has no exit an exit that is never taken (structured control flow needs one).
 struct ExitInfiniteLoopsPass : llvm::PassInfoMixin<ExitInfiniteLoopsPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);

@@ -97,6 +97,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(llvm::StructurizeCFGPass());
     fpm.addPass(llvm::LoopSimplifyPass());
     fpm.addPass(UniqueMergeBlocksPass());
+    fpm.addPass(RemoveDeadCyclesPass());
     llvm::ModulePassManager mpm;
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
     mpm.run(m, mam);
