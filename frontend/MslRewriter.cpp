@@ -305,55 +305,38 @@ class Rewriter {
     }
     if (statement) return;
     // the second operand runs to the matching `:`; the third to the end of the conditional
-    size_t colon = 0;
-    int nested = 0, angle = 0;
-    depth = 0;
-    for (size_t k = q + 1; k < toks_.size(); ++k) {
+    std::optional<size_t> colon = conditionalOperandEnd(q + 1, true);
+    if (!colon || *colon == q + 1) return;
+    std::optional<size_t> end = conditionalOperandEnd(*colon + 1, false);
+    if (!end || *end == *colon + 1) return;
+    wrapValue(q + 1, *colon - 1);
+    wrapValue(*colon + 1, *end - 1);
+  }
+
+  // The token after a conditional's operand that starts at `from`: the matching `:` of the second operand; for the
+  // third, the `)`, `]`, `}`, `;`, `,` or `:` that ends the conditional. None when the operand is not a plain one
+  // (the second crosses a bracket or `;`; a `>` closes what may be a template argument list).
+  std::optional<size_t> conditionalOperandEnd(size_t from, bool second) const {
+    int depth = 0, nested = 0, angle = 0;
+    for (size_t k = from; k < toks_.size(); ++k) {
       std::string_view w = toks_[k].text;
       if (w == "(" || w == "[" || w == "{") ++depth;
       if (w == ")" || w == "]" || w == "}") {
-        if (depth == 0) return;
+        if (depth == 0) return second ? std::nullopt : std::optional<size_t>(k);
         --depth;
       }
       if (depth > 0) continue;
       if (w == "<") ++angle;
-      // a `>` that closes nothing here may end a template argument list: leave the conditional alone
-      if (w == ">" && angle-- == 0) return;
-      if (w == ";") return;
+      if (w == ">" && angle-- == 0) return std::nullopt;
+      if (w == ";") return second ? std::nullopt : std::optional<size_t>(k);
+      if (!second && w == "," && angle == 0) return k;
       if (w == "?") ++nested;
       if (w == ":") {
-        if (nested == 0) {
-          colon = k;
-          break;
-        }
+        if (nested == 0) return k;
         --nested;
       }
     }
-    if (colon == 0 || colon == q + 1) return;
-    size_t end = colon + 1;
-    depth = 0;
-    nested = 0;
-    angle = 0;
-    for (; end < toks_.size(); ++end) {
-      std::string_view w = toks_[end].text;
-      if (w == "(" || w == "[" || w == "{") ++depth;
-      if (w == ")" || w == "]" || w == "}") {
-        if (depth == 0) break;
-        --depth;
-      }
-      if (depth > 0) continue;
-      if (w == "<") ++angle;
-      if (w == ">" && angle-- == 0) return;
-      if (w == ";" || (w == "," && angle == 0)) break;
-      if (w == "?") ++nested;
-      if (w == ":") {
-        if (nested == 0) break;
-        --nested;
-      }
-    }
-    if (end == colon + 1 || end >= toks_.size()) return;
-    wrapValue(q + 1, colon - 1);
-    wrapValue(colon + 1, end - 1);
+    return std::nullopt;
   }
 
   void wrapValue(size_t first, size_t last) {
