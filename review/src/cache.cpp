@@ -30,7 +30,7 @@ static std::string fnv(const std::string& data, uint64_t h = 1469598103934665603
   return buf;
 }
 
-static bool readFile(const std::string& path, std::string& out) {
+bool readFile(const std::string& path, std::string& out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   std::ostringstream ss;

@@ -21,4 +21,7 @@ bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebas
 
 std::string defaultCacheDir();
 
+// The whole file at `path` in `out`; false when it cannot be read.
+bool readFile(const std::string& path, std::string& out);
+
 }  // namespace m2v::review

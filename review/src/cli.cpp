@@ -30,15 +30,6 @@ static const char* kUsage =
     "          --commit SHA | A..B (git range of the repository at PATH)\n"
     "  --list-checks: print the checks and exit\n";
 
-static bool readText(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
-}
-
 // Units whose text defines `name` (a line with a type before `name(`, not a call statement).
 static std::vector<size_t> definingUnits(const std::vector<std::string>& texts, const std::string& name) {
   std::vector<size_t> out;
@@ -57,7 +48,7 @@ static std::vector<size_t> definingUnits(const std::vector<std::string>& texts, 
 static std::vector<std::string> entryClosure(const ParseOptions& po, const CacheOptions& cache, const Rules& rules,
                                              const TargetSpec& spec, Codebase& cb, Target& target, std::string& e) {
   std::vector<std::string> texts(po.files.size());
-  for (size_t i = 0; i < po.files.size(); ++i) readText(po.files[i], texts[i]);
+  for (size_t i = 0; i < po.files.size(); ++i) readFile(po.files[i], texts[i]);
   std::string last = spec.value.substr(spec.value.rfind("::") == std::string::npos ? 0 : spec.value.rfind("::") + 2);
   if (last.empty()) return {};
   std::set<size_t> chosen;
