@@ -9,9 +9,13 @@
 #include "metal2vk/compiler.h"
 #include "metal2vk/mlx.h"
 #include "metal2vk/runtime.h"
+#include "library.h"
+#include "numpy_interop.h"
 
 namespace py = pybind11;
 using namespace m2v::mlx;
+using m2v::python::dtypeKind;
+using m2v::python::itemSize;
 
 namespace {
 
@@ -32,8 +36,8 @@ std::optional<Dtype> dtypeFromNumpy(const py::dtype& dt) {
     py::dict m = meta.cast<py::dict>();
     if (m.contains("m2v_dtype")) return parseDtype(m["m2v_dtype"].cast<std::string>());
   }
-  const char kind = dt.kind();
-  const size_t size = size_t(dt.itemsize());
+  const char kind = dtypeKind(dt);
+  const size_t size = size_t(itemSize(dt));
   if (std::string(py::str(dt.attr("name"))) == "bfloat16") return Dtype::BFloat16;  // ml_dtypes.bfloat16
   switch (kind) {
     case 'b': return Dtype::Bool;
@@ -129,7 +133,7 @@ Array toArray(const py::handle& obj, std::vector<py::object>& keep) {
                                                  : py::array(np.attr("asarray")(obj));
   std::optional<Dtype> d = dtypeFromNumpy(arr.dtype());
   if (!d) throw py::type_error("[metal_kernel] unsupported input dtype " + std::string(py::str(arr.dtype())));
-  const ssize_t item = arr.itemsize();
+  const ssize_t item = itemSize(arr.dtype());
   bool expressible = true;
   for (ssize_t i = 0; i < arr.ndim(); ++i)
     if (arr.strides(i) % item != 0) expressible = false;
@@ -209,7 +213,14 @@ py::array toNumpy(const Array& a) {
   auto* holder = new std::shared_ptr<void>(a.owner);
   py::capsule cap(holder, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
   std::vector<ssize_t> shape(a.shape.begin(), a.shape.end());
-  return py::array(numpyDtype(a.dtype), shape, {}, a.data, cap);
+  py::dtype dt = numpyDtype(a.dtype);
+  std::vector<ssize_t> strides(shape.size());
+  ssize_t stride = itemSize(dt);
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return py::array(dt, shape, strides, a.data, cap);
 }
 
 struct PyKernel {
@@ -391,4 +402,5 @@ PYBIND11_MODULE(_core, m) {
   m.def("clear_memory_cache", []() { clearMemoryCache(); });
   m.def("compiler_version", []() { return std::string(m2v::compilerVersion()); });
   m.attr("bfloat16") = bfloat16Dtype();
+  m2v::python::bindLibrary(m);
 }

@@ -14,24 +14,40 @@ is uint16. ``to_bfloat16(x)`` rounds float values to nearest-even bfloat16 and r
 ``from_bfloat16(b)`` gives float32. Outputs declared "bfloat16" come back with the ``metal2vk.bfloat16`` dtype.
 ``ml_dtypes.bfloat16`` arrays are accepted as inputs too when that package is installed.
 
+Whole .metal files (MLX's kernel library, any multi-file project) and Metal's host-side launch model:
+
+    lib = m2v.compile_library("softmax.metal", entries=["block_softmax_float32"], include_dirs=[mlx_root])
+    s = m2v.Stream(timestamps=True)
+    x = s.buffer(np.random.rand(8, 1000).astype(np.float32)); y = m2v.Buffer(8 * 1000 * 4)
+    s.set_kernel(lib["block_softmax_float32"]); s.set_buffer(x, 0); s.set_buffer(y, 1)
+    s.set_bytes(np.int32(1000), 2)                 # setBytes; set_function_constant, set_threadgroup_memory_length
+    s.dispatch_threadgroups((8, 1, 1), (1024, 1, 1))   # or dispatch_threads(grid, threadgroup)
+    out = s.read(y, np.float32, (8, 1000))       # waits; s.take_timings() gives GPU times
+
 Python scalars as inputs: bool -> bool, int -> int32 (int64 if it does not fit), float -> float32.
 """
 import numpy as _np
 
 from ._core import (  # noqa: F401
+    Buffer,
     CompileError,
     DeviceError,
     Error,
+    Kernel,
+    Library,
     MetalKernel,
+    Stream,
     UnsupportedError,
     UsageError,
     bfloat16,
     cache_dir,
     cache_stats,
     clear_memory_cache,
+    compile_library,
     compiler_version,
     device_info,
     devices,
+    load_kernel,
     metal_kernel,
     set_device,
     validation_messages,
@@ -40,7 +56,7 @@ from ._core import (  # noqa: F401
 __all__ = [
     "metal_kernel", "MetalKernel", "devices", "set_device", "device_info", "bfloat16", "to_bfloat16",
     "from_bfloat16", "is_bfloat16", "cache_stats", "cache_dir", "clear_memory_cache", "compiler_version",
-    "validation_messages",
+    "validation_messages", "compile_library", "load_kernel", "Library", "Kernel", "Buffer", "Stream",
     "Error", "CompileError", "UnsupportedError", "UsageError", "DeviceError",
 ]
 

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Runs MLX's kernel library as MLX launches it, on the default Vulkan device, against numpy references.
+
+    run_library.py [--mlx ROOT] [--filter SUBSTR]... [--family NAME]... [--seed S] [--report PREFIX]
+                   [--floor FILE] [-j N] [--list]
+
+Cases live in cases/*.py (see mlxrun.py). Each case ends in one stage: `compile` (an entry point did not compile),
+`refused` (the device cannot run it, e.g. 32-wide simdgroups on lavapipe), `error` (a runtime or harness error),
+`ran` (output differs from the reference, or a validation-layer message), `matched`. --report writes PREFIX.md and
+PREFIX.json (stage, cause, message, GPU time, max error per case). --floor FILE exits 1 when a case it lists does not
+match. The seed (printed) reproduces the inputs; each case draws from hash(seed, case name).
+MLX's library: --mlx, else $M2V_MLX_ROOT, else ../shared/third_party/mlx beside the repository.
+"""
+import argparse
+import collections
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import mlxrun  # noqa: E402
+import metal2vk as m2v  # noqa: E402
+
+STAGES = ["compile", "refused", "error", "ran", "matched"]
+
+
+def load_cases():
+    cases = []
+    folder = os.path.join(HERE, "cases")
+    for fname in sorted(os.listdir(folder)):
+        if not fname.endswith(".py") or fname.startswith("_"):
+            continue
+        spec = importlib.util.spec_from_file_location("cases_" + fname[:-3], os.path.join(folder, fname))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        cases.extend(mod.cases())
+    names = collections.Counter(c.name for c in cases)
+    dup = [n for n, k in names.items() if k > 1]
+    if dup:
+        sys.exit(f"duplicate case names: {dup[:5]}")
+    return cases
+
+
+def case_seed(seed, name):
+    return int.from_bytes(hashlib.sha256(f"{seed}:{name}".encode()).digest()[:8], "little")
+
+
+def write_report(prefix, results, device, seed, elapsed):
+    counts = collections.Counter(r.stage for r in results)
+    rows = []
+    for r in results:
+        rows.append({"case": r.case.name, "family": r.case.family, "file": r.case.file, "kernels": r.case.kernels,
+                     "stage": r.stage, "cause": r.cause, "message": r.message, "gpu_us": r.gpu_us,
+                     "max_error": r.max_error, "dispatches": r.dispatches, "note": r.case.note})
+    with open(prefix + ".json", "w") as f:
+        json.dump({"device": device, "seed": seed, "seconds": round(elapsed, 1), "counts": counts, "cases": rows},
+                  f, indent=1)
+    fams = collections.OrderedDict()
+    for r in results:
+        fams.setdefault(r.case.family, collections.Counter())[r.stage] += 1
+    with open(prefix + ".md", "w") as f:
+        f.write(f"# MLX's kernel library, run as MLX launches it\n\n")
+        f.write(f"Device: {device}. Seed {seed}. {len(results)} cases in {elapsed:.0f} s.\n\n")
+        f.write("| stage | cases |\n|---|---|\n")
+        for s in STAGES:
+            f.write(f"| {s} | {counts.get(s, 0)} |\n")
+        f.write("\n## Per family\n\n| family | " + " | ".join(STAGES) + " |\n|---|" + "---|" * len(STAGES) + "\n")
+        for fam, c in fams.items():
+            f.write(f"| {fam} | " + " | ".join(str(c.get(s, 0)) for s in STAGES) + " |\n")
+        causes = collections.OrderedDict()
+        for r in results:
+            if r.stage != "matched":
+                causes.setdefault(r.cause, []).append(r)
+        if causes:
+            f.write("\n## Not matched, by cause\n")
+            for cause, rs in causes.items():
+                f.write(f"\n### {cause} ({len(rs)})\n\n")
+                for r in rs:
+                    f.write(f"- `{r.case.name}`: {r.message}\n")
+        f.write("\n## Cases\n\n| case | kernels | stage | GPU µs | max error | dispatches |\n|---|---|---|---|---|---|\n")
+        for r in results:
+            gpu = f"{r.gpu_us:.1f}" if r.gpu_us is not None else ""
+            err = f"{r.max_error:.2g}" if r.max_error is not None else ""
+            kern = ", ".join(f"`{k}`" for k in r.case.kernels[:3]) + (" …" if len(r.case.kernels) > 3 else "")
+            f.write(f"| {r.case.name} | {kern} | {r.stage} | {gpu} | {err} | {r.dispatches} |\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mlx", default=os.environ.get("M2V_MLX_ROOT") or os.path.join(
+        os.path.dirname(os.path.dirname(HERE)), "..", "shared", "third_party", "mlx"))
+    ap.add_argument("--filter", action="append", default=[], help="run cases whose name contains SUBSTR")
+    ap.add_argument("--family", action="append", default=[])
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--report")
+    ap.add_argument("--floor")
+    ap.add_argument("-j", "--jobs", type=int, default=0)
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = ap.parse_args()
+
+    cases = load_cases()
+    if args.filter:
+        cases = [c for c in cases if any(f in c.name for f in args.filter)]
+    if args.family:
+        cases = [c for c in cases if c.family in args.family]
+    if args.list:
+        for c in cases:
+            print(f"{c.name}\t{c.file}\t{','.join(c.kernels)}")
+        return 0
+    if not os.path.isdir(os.path.join(args.mlx, "mlx", "backend", "metal", "kernels")):
+        sys.exit(f"MLX's kernel library not found at {args.mlx} (--mlx or M2V_MLX_ROOT)")
+
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    device = m2v.device_info()["description"]
+    print(f"{device}; seed {seed}; {len(cases)} cases", file=sys.stderr)
+    t0 = time.time()
+    runner = mlxrun.Runner(os.path.abspath(args.mlx), jobs=args.jobs)
+    runner.compile(cases)
+    runner.stream = m2v.Stream(timestamps=True)
+    results = []
+    for c in cases:
+        r = runner.run_case(c, case_seed(seed, c.name))
+        results.append(r)
+        gpu = f" {r.gpu_us:.1f} us" if r.gpu_us is not None else ""
+        print(f"{r.stage:8} {c.name}{gpu}" + (f"  [{r.cause}] {r.message}" if r.message else ""), flush=True)
+    elapsed = time.time() - t0
+    counts = collections.Counter(r.stage for r in results)
+    print("; ".join(f"{s} {counts.get(s, 0)}" for s in STAGES) + f"  ({elapsed:.0f} s, seed {seed})")
+    if args.report:
+        write_report(args.report, results, device, seed, elapsed)
+    if args.floor:
+        with open(args.floor) as f:
+            floor = [ln.split("#")[0].strip() for ln in f if ln.split("#")[0].strip()]
+        by_name = {r.case.name: r for r in results}
+        below = [n for n in floor if n not in by_name or by_name[n].stage != "matched"]
+        if below:
+            for n in below:
+                r = by_name.get(n)
+                print(f"below floor: {n}: " + (f"{r.stage} {r.message}" if r else "not run"), file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
