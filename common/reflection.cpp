@@ -43,7 +43,7 @@ std::string toJson(const KernelReflection& r, int indent) {
   }
   j["params"] = params;
   json args = json::array();
-  for (const PushArg& a : r.args) args.push_back({{"buffer", a.buffer}, {"offset", a.offset}});
+  for (const PushArg& a : r.args) args.push_back({{"buffer", a.buffer}, {"offset", a.offset}, {"used", a.used}});
   j["push_constants"] = {{"size", r.pushConstantSize},
                          {"argument_buffer", r.argumentBuffer},
                          {"grid_offset", kPushGridOffset},
@@ -63,6 +63,8 @@ std::string toJson(const KernelReflection& r, int indent) {
   j["workgroup_size_spec_ids"] = {kWorkgroupSizeSpecBase, kWorkgroupSizeSpecBase + 1, kWorkgroupSizeSpecBase + 2};
   j["nominal_threadgroup_size_spec_ids"] = {kNominalThreadgroupSpecBase, kNominalThreadgroupSpecBase + 1,
                                             kNominalThreadgroupSpecBase + 2};
+  j["threadgroup_shape_spec_ids"] = {kThreadgroupShapeSpecBase, kThreadgroupShapeSpecBase + 1,
+                                     kThreadgroupShapeSpecBase + 2};
   j["required_subgroup_size"] = r.requiredSubgroupSize;
   j["capabilities"] = r.capabilities;
   j["extensions"] = r.extensions;
@@ -118,7 +120,7 @@ std::optional<KernelReflection> reflectionFromJson(const std::string& text, std:
     r.pushConstantSize = u32(pc.at("size"), "size");
     r.argumentBuffer = pc.value("argument_buffer", false);
     for (const json& a : pc.at("args"))
-      r.args.push_back({u32(a.at("buffer"), "buffer"), u32(a.at("offset"), "offset")});
+      r.args.push_back({u32(a.at("buffer"), "buffer"), u32(a.at("offset"), "offset"), a.value("used", true)});
     for (const json& f : j.value("function_constants", json::array()))
       r.functionConstants.push_back({f.at("name").get<std::string>(), f.at("type").get<std::string>(),
                                      u32(f.at("index"), "index"), u32(f.at("spec_id"), "spec_id"),

@@ -78,12 +78,28 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
   // Every invocation is a Metal thread: the runtime dispatches partial edge threadgroups as their own regions with
   // their own workgroup size (docs/ABI.md), so there is nothing to mask here.
   llvm::Value* grid = callPseudo(b, pseudo::kPushGrid, v3);
-  llvm::Value* tg = callPseudo(b, pseudo::kWorkgroupSize, v3);
   llvm::Value* nominal = callPseudo(b, pseudo::kNominalThreadgroupSize, v3);
   llvm::Value* wg = callPseudo(b, std::string(pseudo::kBuiltinPrefix) + "workgroup_id", v3);
   llvm::Value* L = callPseudo(b, std::string(pseudo::kBuiltinPrefix) + "local_invocation_index", i32);
-  llvm::Value* pos = callPseudo(b, std::string(pseudo::kBuiltinPrefix) + "local_invocation_id", v3);
   auto comp = [&](llvm::Value* v, unsigned i) { return b.CreateExtractElement(v, uint64_t(i)); };
+  // A threadgroup shape past the device's per-axis limits (Metal allows 1x1x1024, NVIDIA's Vulkan z stops at 64)
+  // runs as a one-dimensional workgroup of the same size, Metal's shape in kThreadgroupShape: positions are then
+  // recovered from the linear index, which Metal and Vulkan order alike (x fastest). Specialization constants
+  // decide the select, so a workgroup of Metal's own shape pays nothing.
+  llvm::Value* shape = callPseudo(b, pseudo::kThreadgroupShape, v3);
+  llvm::Value* relaid = b.CreateICmpNE(comp(shape, 0), b.getInt32(0));
+  llvm::Value* tg = b.CreateSelect(relaid, shape, callPseudo(b, pseudo::kWorkgroupSize, v3));
+  llvm::Value* pos = callPseudo(b, std::string(pseudo::kBuiltinPrefix) + "local_invocation_id", v3);
+  {
+    llvm::Value* sx = b.CreateSelect(relaid, comp(shape, 0), b.getInt32(1));
+    llvm::Value* sxy = b.CreateMul(sx, b.CreateSelect(relaid, comp(shape, 1), b.getInt32(1)));
+    llvm::Value* sy = b.CreateSelect(relaid, comp(shape, 1), b.getInt32(1));
+    llvm::Value* linear = llvm::UndefValue::get(v3);
+    linear = b.CreateInsertElement(linear, b.CreateURem(L, sx), uint64_t(0));
+    linear = b.CreateInsertElement(linear, b.CreateURem(b.CreateUDiv(L, sx), sy), uint64_t(1));
+    linear = b.CreateInsertElement(linear, b.CreateUDiv(L, sxy), uint64_t(2));
+    pos = b.CreateSelect(relaid, linear, pos);
+  }
   auto product = [&](llvm::Value* v) { return b.CreateMul(b.CreateMul(comp(v, 0), comp(v, 1)), comp(v, 2)); };
   llvm::Value* count = product(tg);
   llvm::Value* nominalTotal = product(nominal);

@@ -32,6 +32,7 @@ inline constexpr const char* kPushI64 = "m2v.push.i64";                         
 inline constexpr const char* kPushGrid = "m2v.push.grid";                               // <3 x i32> ()
 inline constexpr const char* kWorkgroupSize = "m2v.workgroup_size";                     // <3 x i32> ()
 inline constexpr const char* kNominalThreadgroupSize = "m2v.nominal_threadgroup_size";  // <3 x i32> ()
+inline constexpr const char* kThreadgroupShape = "m2v.threadgroup_shape";  // <3 x i32> (): 0s unless relaid out
 inline constexpr const char* kSpecPrefix = "m2v.spec.";                                 // T (i32 spec id), one per type
 inline constexpr const char* kBuiltinPrefix = "m2v.builtin.";  // workgroup_id, local_invocation_id, ...
 inline constexpr const char* kNever = "m2v.never";                                       // i1 (): false

@@ -20,10 +20,24 @@
 #include <llvm/Transforms/Utils/UnifyFunctionExitNodes.h>
 #include <llvm/Transforms/Utils/UnifyLoopExits.h>
 
+#include <set>
+
 #include "Intrinsics.h"
 #include "Passes.h"
 
 namespace m2v::lower {
+
+// After optimization, a buffer argument whose push-constant address nothing reads is unused: the runtime lets the
+// host leave it unbound, as Metal does. (Argument-buffer kernels load addresses from memory: all count as used.)
+static void markUnusedArguments(llvm::Module& m, KernelReflection& reflection) {
+  if (reflection.argumentBuffer) return;
+  std::set<uint64_t> read;
+  if (llvm::Function* push = m.getFunction(pseudo::kPushI64))
+    for (llvm::User* u : push->users())
+      if (auto* call = llvm::dyn_cast<llvm::CallInst>(u))
+        if (auto* offset = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(0))) read.insert(offset->getZExtValue());
+  for (PushArg& a : reflection.args) a.used = read.count(a.offset) != 0;
+}
 
 namespace {
 
@@ -107,6 +121,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     mpm.addPass(MergeThreadgroupArraysPass());
     mpm.run(m, mam);
   }
+  markUnusedArguments(m, reflection);
   // The emitter works on instructions: constant expressions over globals (`gep (@table, 4)`) become instructions.
   std::vector<llvm::Constant*> globals;
   for (llvm::GlobalVariable& g : m.globals()) globals.push_back(&g);

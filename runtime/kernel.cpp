@@ -221,7 +221,7 @@ Kernel Device::createKernelUnchecked(std::span<const uint32_t> spirv, const Kern
     for (const KernelParam& p : reflection.params)
       if (p.kind == ParamKind::Buffer && p.index == a.buffer) {
         arg.readOnly = isReadOnlyParam(p);
-        arg.optional = !p.functionConstant.empty();
+        arg.optional = !p.functionConstant.empty() || !a.used;
       }
     if (a.offset % 8)
       throw UsageError(name + ": buffer(" + std::to_string(a.buffer) + ") address offset is not 8-aligned");
@@ -241,6 +241,16 @@ Kernel Device::createKernelUnchecked(std::span<const uint32_t> spirv, const Kern
   vkCheck(vkCreateShaderModule(state_->vk(), &moduleInfo, nullptr, &module), "vkCreateShaderModule", state_.get());
   object->module = UniqueShaderModule(state_->vk(), module);
   return Kernel(std::move(object));
+}
+
+bool KernelObject::needsRelayout(const Size3& tg) const {
+  const DeviceInfo& info = device->info;
+  return tg.x > info.maxWorkgroupSize[0] || tg.y > info.maxWorkgroupSize[1] || tg.z > info.maxWorkgroupSize[2];
+}
+
+bool KernelObject::canRelayout(const Size3& tg) const {
+  return specConstantBytes.count(kThreadgroupShapeSpecBase) != 0 &&
+         uint64_t(tg.x) * tg.y * tg.z <= device->info.maxWorkgroupSize[0];
 }
 
 const KernelReflection& Kernel::reflection() const {
@@ -267,8 +277,15 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
     entries.push_back({specId, uint32_t(data.size()), value.size()});
     data.insert(data.end(), value.begin(), value.end());
   };
-  const uint32_t wg[3] = {tg.x, tg.y, tg.z};
+  // A shape past the device's per-axis limits runs as a one-dimensional workgroup of the same size; the module
+  // recovers Metal's positions from the linear index (docs/ABI.md). Stream::validateThreadgroup checked it can.
+  const bool relayout = needsRelayout(tg);
+  const uint32_t wg[3] = {relayout ? tg.x * tg.y * tg.z : tg.x, relayout ? 1 : tg.y, relayout ? 1 : tg.z};
   for (uint32_t i = 0; i < 3; ++i) add(kWorkgroupSizeSpecBase + i, &wg[i], 4);
+  if (relayout) {
+    const uint32_t shape[3] = {tg.x, tg.y, tg.z};
+    for (uint32_t i = 0; i < 3; ++i) add(kThreadgroupShapeSpecBase + i, &shape[i], 4);
+  }
   const uint32_t nominalSize[3] = {nominal.x, nominal.y, nominal.z};
   for (uint32_t i = 0; i < 3; ++i) add(kNominalThreadgroupSpecBase + i, &nominalSize[i], 4);
 

@@ -332,8 +332,9 @@ struct StreamState {
   void validateThreadgroup(const Size3& tg) const {
     const DeviceInfo& info = device->info;
     const uint32_t dims[3] = {tg.x, tg.y, tg.z};
+    const bool relayout = kernel->needsRelayout(tg) && kernel->canRelayout(tg);
     for (int i = 0; i < 3; ++i)
-      if (dims[i] == 0 || dims[i] > info.maxWorkgroupSize[i])
+      if (dims[i] == 0 || (dims[i] > info.maxWorkgroupSize[i] && !relayout))
         throw UsageError("kernel '" + kernel->reflection.entry + "': threadgroup dimension " + std::to_string(i) +
                          " = " + std::to_string(dims[i]) + " outside 1.." + std::to_string(info.maxWorkgroupSize[i]));
     uint64_t total = uint64_t(tg.x) * tg.y * tg.z;

@@ -53,6 +53,12 @@ Id Builder::typeInt(unsigned width) {
   scalarWidth_[id] = width;
   return id;
 }
+Id Builder::typeSignedInt(unsigned width) {
+  typeInt(width);  // the capabilities
+  Id id = typeOrConstant(spv::Op::OpTypeInt, {width, 1});
+  scalarWidth_[id] = width;
+  return id;
+}
 Id Builder::typeFloat(unsigned width) {
   if (width == 16) capability(spv::Capability::Float16);
   if (width == 64) capability(spv::Capability::Float64);

@@ -27,7 +27,8 @@ class Builder {
   // --- types (deduplicated)
   Id typeVoid();
   Id typeBool();
-  Id typeInt(unsigned width);  // always signedness 0; operations pick signedness
+  Id typeInt(unsigned width);  // signedness 0; operations pick signedness
+  Id typeSignedInt(unsigned width);  // only where a driver reads signedness from the type (Emitter::signedOp)
   Id typeFloat(unsigned width);
   Id typeVector(Id element, unsigned count);
   Id typeArray(Id element, Id lengthConstant, uint32_t stride = 0);

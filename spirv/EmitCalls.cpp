@@ -728,6 +728,7 @@ Id Emitter::emitPseudoIntrinsic(const llvm::CallInst& call, llvm::StringRef name
   if (name == lower::pseudo::kPushI64) return done(pushConstant(constArg(0), u64()));
   if (name == lower::pseudo::kWorkgroupSize) return done(workgroupSize_);
   if (name == lower::pseudo::kNominalThreadgroupSize) return done(nominalSize_);
+  if (name == lower::pseudo::kThreadgroupShape) return done(threadgroupShape_);
   if (name == lower::pseudo::kNever) return done(b_.constantBool(false));
   if (name.starts_with(lower::pseudo::kSpecPrefix)) {
     uint32_t specId = constArg(0);

@@ -703,6 +703,18 @@ Id Emitter::extractFromView(const llvm::BitCastInst& view, uint64_t lane, const 
   return b_.op(Op::OpUConvert, typeOf(result->getType()), {v}, resultId(result));
 }
 
+// OpSRem / OpSDiv on signed-typed operands. SPIR-V lets the opcode alone carry signedness, and our integer types
+// are all signedness 0, but NVIDIA's driver (580.159) computes OpSRem on such operands as an unsigned remainder
+// (-43 % -1 gave -43). Bitcasts to and from a signed type cost nothing.
+Id Emitter::signedOp(const llvm::Instruction& i, spv::Op op) {
+  llvm::Type* t = i.getType();
+  Id s = b_.typeSignedInt(t->getScalarSizeInBits());
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) s = b_.typeVector(s, vt->getNumElements());
+  Id a = b_.op(spv::Op::OpBitcast, s, {value(i.getOperand(0))});
+  Id c = b_.op(spv::Op::OpBitcast, s, {value(i.getOperand(1))});
+  return b_.op(spv::Op::OpBitcast, typeOf(t), {b_.op(op, s, {a, c})}, resultId(&i));
+}
+
 Id Emitter::emitOp(const llvm::Instruction& i) {
   llvm::Type* t = i.getType();
   auto bin = [&](Op op) {
@@ -720,11 +732,11 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
     case llvm::Instruction::UDiv:
       return bin(Op::OpUDiv);
     case llvm::Instruction::SDiv:
-      return bin(Op::OpSDiv);
+      return signedOp(i, Op::OpSDiv);
     case llvm::Instruction::URem:
       return bin(Op::OpUMod);
     case llvm::Instruction::SRem:
-      return bin(Op::OpSRem);
+      return signedOp(i, Op::OpSRem);
     case llvm::Instruction::Shl:
       return bin(Op::OpShiftLeftLogical);
     case llvm::Instruction::LShr:
@@ -747,10 +759,19 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
               : i.getOpcode() == llvm::Instruction::FMul ? Op::OpFMul
               : i.getOpcode() == llvm::Instruction::FDiv ? Op::OpFDiv
                                                          : Op::OpFRem;
-      if (!isBf) return bin(op);
+      // Without fast-math flags the operation is exactly as written: a driver must neither fuse it with another
+      // (SPIR-V allows that unless NoContraction) nor fold (x + K) - K to x, which rounding tricks rely on (MLX's
+      // expm1f). A multiply-add written as one expression is llvm.fmuladd, emitted as an Fma.
+      const bool exact = !i.hasAllowContract() && !i.hasAllowReassoc();
+      if (!isBf) {
+        Id r = bin(op);
+        if (exact) b_.decorate(r, spv::Decoration::NoContraction);
+        return r;
+      }
       llvm::Type* ft = withElement(t, llvm::Type::getFloatTy(t->getContext()));
       Id r =
           b_.op(op, typeOf(ft), {bfloatToFloat(value(i.getOperand(0)), t), bfloatToFloat(value(i.getOperand(1)), t)});
+      if (exact) b_.decorate(r, spv::Decoration::NoContraction);
       Id out = floatToBfloat(r, t);
       define(&i, out);
       return out;
@@ -1297,6 +1318,9 @@ std::vector<uint32_t> Emitter::run() {
     std::vector<Id> nominal;
     for (uint32_t k = 0; k < 3; ++k) nominal.push_back(b_.specConstant(u32(), 1, kNominalThreadgroupSpecBase + k));
     nominalSize_ = b_.specConstantComposite(b_.typeVector(u32(), 3), nominal);
+    std::vector<Id> shape;
+    for (uint32_t k = 0; k < 3; ++k) shape.push_back(b_.specConstant(u32(), 0, kThreadgroupShapeSpecBase + k));
+    threadgroupShape_ = b_.specConstantComposite(b_.typeVector(u32(), 3), shape);
 
     Id voidType = b_.typeVoid();
     Id fnType = b_.typeFunction(voidType, {});

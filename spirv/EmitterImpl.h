@@ -57,6 +57,7 @@ class Emitter {
   bool isLogicalPointer(const llvm::Value* v);
   const llvm::Value* baseOf(const llvm::Value* v);
   Id emitOp(const llvm::Instruction& i);
+  Id signedOp(const llvm::Instruction& i, spv::Op op);
   bool isNarrowingView(const llvm::Instruction& i);
   bool isBoolMask(const llvm::Instruction& i);
   Id extractFromView(const llvm::BitCastInst& view, uint64_t lane, const llvm::Instruction* result);
@@ -116,6 +117,7 @@ class Emitter {
   std::map<uint32_t, uint32_t> pushMembers_;  // offset -> member index
   Id workgroupSize_ = 0;
   Id nominalSize_ = 0;
+  Id threadgroupShape_ = 0;
   bool usesSubgroups_ = false;
   const llvm::Instruction* current_ = nullptr;
 };

@@ -75,3 +75,21 @@ def transposed(base_shape, perm):
     """The (shape, strides) of a row-contiguous array of `base_shape` seen through numpy's transpose(perm)."""
     base_strides = row_strides(base_shape)
     return [int(base_shape[p]) for p in perm], [base_strides[p] for p in perm]
+
+
+APPLE_PAGE = 16384  # vm_page_size on Apple silicon
+
+
+def mlx_buffer_size(nbytes):
+    """The length of the Metal buffer MLX's allocator hands out for `nbytes`: sizes above a page round up to whole
+    16 KiB pages, and smaller buffers still sit in page-granular Metal allocations. Some kernels touch a few elements
+    past an array's logical end (fft's ReadWriter for a partial last threadgroup); on Metal that lands in this slack,
+    so a faithful launch allocates it too."""
+    return max(ceildiv(int(nbytes), APPLE_PAGE), 1) * APPLE_PAGE
+
+
+def padded_to_page(arr):
+    """A flat copy of `arr` (any dtype) zero-padded to mlx_buffer_size bytes, for uploading as MLX would hold it."""
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    extra = mlx_buffer_size(flat.nbytes) - flat.nbytes
+    return np.concatenate([flat.view(np.uint8), np.zeros(extra, dtype=np.uint8)])

@@ -17,7 +17,7 @@ import traceback
 import numpy as np
 
 import metal2vk as m2v
-from mlxhost import ceildiv
+from mlxhost import mlx_buffer_size
 
 MAX_THREADS = 1024  # MTLComputePipelineState.maxTotalThreadsPerThreadgroup that MLX's host code reads
 
@@ -69,7 +69,18 @@ def rounded(values, dt):
     return load(store(values, dt), dt)
 
 
+def split_entry(file, entry):
+    """(file, entry) of a case's kernel: `entry` lives in the case's file, `OTHER.metal:entry` in another one."""
+    if ":" in entry:
+        other, name = entry.split(":", 1)
+        return other, name
+    return file, entry
+
+
 class Case:
+    """kernels: the entry points run() launches, of `file` (relative to MLX's kernels folder) or, written
+    `OTHER.metal:entry`, of another file (a sequence that passes through copy.metal or reduce.metal, say)."""
+
     def __init__(self, name, family, file, kernels, run, note=""):
         self.name, self.family, self.file, self.kernels, self.run, self.note = name, family, file, kernels, run, note
 
@@ -91,14 +102,21 @@ class Ctx:
 
     # --- kernels and buffers ---
     def kernel(self, entry):
-        return self.runner.kernel(self.case.file, entry)
+        """`entry` of the case's file, or `FILE:entry` of another file (multi-file sequences)."""
+        return self.runner.kernel(*split_entry(self.case.file, entry))
 
+    # Buffers are as long as MLX's allocator makes them (whole 16 KiB pages): some kernels touch a few elements past
+    # an array's end, which on Metal lands in that slack.
     def buffer(self, arr):
-        return self.s.buffer(np.ascontiguousarray(arr))
+        arr = np.ascontiguousarray(arr)
+        b = m2v.Buffer(mlx_buffer_size(arr.nbytes))
+        if arr.nbytes:
+            self.s.upload(b, arr)
+        return b
 
     def empty(self, nbytes, poison=True):
         """A fresh buffer; poisoned with 0xFF bytes (NaN for floats, -1 for ints) so unwritten outputs show."""
-        b = m2v.Buffer(max(ceildiv(int(nbytes), 4) * 4, 4))  # fill works in 4-byte words
+        b = m2v.Buffer(mlx_buffer_size(nbytes))
         self.s.fill(b, 0xFF if poison else 0)
         return b
 
@@ -241,7 +259,9 @@ class Runner:
         """Compiles each file once, only the entries the cases launch (partial: one entry's failure is its own)."""
         wanted = {}
         for c in cases:
-            wanted.setdefault(c.file, set()).update(c.kernels)
+            for k in c.kernels:
+                file, entry = split_entry(c.file, k)
+                wanted.setdefault(file, set()).add(entry)
         for file, entries in sorted(wanted.items()):
             t0 = time.time()
             path = os.path.join(self.kernels_dir, file)
@@ -262,10 +282,10 @@ class Runner:
     def run_case(self, case, seed):
         r = Result(case)
         r.seed = seed
-        missing = [e for e in case.kernels if (case.file, e) in self.compile_errors]
+        missing = [split_entry(case.file, e) for e in case.kernels if split_entry(case.file, e) in self.compile_errors]
         if missing:
             r.stage, r.cause = "compile", "compile error"
-            r.message = f"{missing[0]}: {self.compile_errors[(case.file, missing[0])]}"
+            r.message = f"{missing[0][1]}: {self.compile_errors[missing[0]]}"
             return r
         self.stream.take_timings()
         ctx = Ctx(self, case, seed)

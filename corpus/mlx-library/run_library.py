@@ -37,13 +37,23 @@ def load_cases():
             continue
         spec = importlib.util.spec_from_file_location("cases_" + fname[:-3], os.path.join(folder, fname))
         mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        cases.extend(mod.cases())
+        try:
+            spec.loader.exec_module(mod)
+            cases.extend(mod.cases())
+        except Exception as e:  # one broken case file must not hide the others' results
+            cases.append(broken_file_case(fname, e))
     names = collections.Counter(c.name for c in cases)
     dup = [n for n, k in names.items() if k > 1]
     if dup:
         sys.exit(f"duplicate case names: {dup[:5]}")
     return cases
+
+
+def broken_file_case(fname, error):
+    def run(ctx):
+        raise RuntimeError(f"cases/{fname} did not load: {type(error).__name__}: {error}")
+
+    return mlxrun.Case(f"{fname[:-3]}.load", fname[:-3], "", [], run)
 
 
 def case_seed(seed, name):

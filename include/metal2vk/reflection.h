@@ -12,6 +12,9 @@ namespace m2v {
 inline constexpr uint32_t kFunctionConstantDefinedSpecBase = 65536;
 inline constexpr uint32_t kWorkgroupSizeSpecBase = 131072;       // this dispatch's workgroup size
 inline constexpr uint32_t kNominalThreadgroupSpecBase = 131075;  // the threadgroup size the host asked for
+// Metal's shape of this region's threadgroup when the runtime runs it as a one-dimensional workgroup of the same
+// size (a shape past the device's per-axis limits, e.g. z > 64); 0: the workgroup has Metal's shape.
+inline constexpr uint32_t kThreadgroupShapeSpecBase = 131078;
 inline constexpr uint32_t kThreadgroupLengthSpecBase = 131088;
 inline constexpr uint32_t kPushConstantLimit = 128;
 inline constexpr uint32_t kPushGridOffset = 0;
@@ -36,6 +39,9 @@ struct KernelParam {
 struct PushArg {
   uint32_t buffer = 0;  // [[buffer(n)]] index
   uint32_t offset = 0;  // byte offset in the push block, or in the argument buffer
+  // False when the module never reads the address (a parameter only a disabled template branch uses): Metal lets
+  // the host leave such a buffer unbound.
+  bool used = true;
 };
 
 struct FunctionConstant {

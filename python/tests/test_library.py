@@ -2,6 +2,7 @@
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -156,3 +157,114 @@ def test_load_kernel_from_m2v_compile_output(project, tmp_path):
     s.set_threadgroup_memory_length(256, 0)
     s.dispatch_threadgroups(1, 64)
     assert np.array_equal(s.read(by, np.int32, 64), x[::-1])
+
+
+SHAPES = """
+#include <metal_stdlib>
+using namespace metal;
+// Every thread writes what Metal says it is, at its own grid position.
+kernel void whoami(device uint4* o [[buffer(0)]], constant uint3& grid [[buffer(1)]],
+                   uint3 l [[thread_position_in_threadgroup]], uint3 g [[thread_position_in_grid]],
+                   uint3 n [[threads_per_threadgroup]], uint li [[thread_index_in_threadgroup]],
+                   uint3 tg [[threadgroup_position_in_grid]]) {
+  o[(g.z * grid.y + g.y) * grid.x + g.x] = uint4(l.x | (l.y << 10) | (l.z << 20), li, n.x | (n.y << 10) | (n.z << 20),
+                                                 tg.x | (tg.y << 10) | (tg.z << 20));
+}
+"""
+
+RELAYOUT_CHILD = """
+import sys, numpy as np, metal2vk as m2v
+lib = m2v.compile_library(sys.argv[1])
+grid, tg = (3, 5, 200), (1, 2, 128)  # z = 128 exceeds the per-axis limit set below; edge groups are partial
+s = m2v.Stream()
+o = m2v.Buffer(4 * 16 * 3 * 5 * 200)
+s.set_kernel(lib["whoami"]); s.set_buffer(o, 0); s.set_bytes(np.array(grid, np.uint32), 1)
+s.dispatch_threads(grid, tg)
+np.save(sys.argv[2], s.read(o, np.uint32, (200, 5, 3, 4)))
+"""
+
+
+def test_threadgroup_past_per_axis_limits_runs_with_metal_positions(tmp_path):
+    """Metal allows a 1x2x128 threadgroup; a device whose z stops at 64 (NVIDIA) runs it as one linear workgroup,
+    and the kernel still sees Metal's positions. M2V_MAX_WORKGROUP_SIZE gives any device those limits."""
+    src = tmp_path / "shapes.metal"
+    src.write_text(SHAPES)
+    out = tmp_path / "o.npy"
+    env = dict(os.environ, M2V_MAX_WORKGROUP_SIZE="1024,1024,64")
+    subprocess.run([sys.executable, "-c", RELAYOUT_CHILD, str(src), str(out)], check=True, env=env)
+    got = np.load(out)
+    z, y, x = np.meshgrid(np.arange(200), np.arange(5), np.arange(3), indexing="ij")
+    tg = np.array([1, 2, 128])
+    lx, ly, lz = x % tg[0], y % tg[1], z % tg[2]
+    nx, ny, nz = [np.where(v // t == (e - 1) // t, (e - 1) % t + 1, t) for v, t, e in zip((x, y, z), tg, (3, 5, 200))]
+    pack = lambda a, b, c: a | (b << 10) | (c << 20)
+    np.testing.assert_array_equal(got[..., 0], pack(lx, ly, lz))
+    np.testing.assert_array_equal(got[..., 1], lx + nx * (ly + ny * lz))
+    np.testing.assert_array_equal(got[..., 2], pack(nx, ny, nz))
+    np.testing.assert_array_equal(got[..., 3], pack(x // tg[0], y // tg[1], z // tg[2]))
+
+
+EXACT = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void fmod_f(device const float* x [[buffer(0)]], device const float* y [[buffer(1)]],
+                   device float* o [[buffer(2)]], uint i [[thread_position_in_grid]]) { o[i] = fmod(x[i], y[i]); }
+kernel void fmod_h(device const half* x [[buffer(0)]], device const half* y [[buffer(1)]],
+                   device half* o [[buffer(2)]], uint i [[thread_position_in_grid]]) { o[i] = fmod(x[i], y[i]); }
+kernel void srem(device const int* x [[buffer(0)]], device const int* y [[buffer(1)]],
+                 device int* o [[buffer(2)]], uint i [[thread_position_in_grid]]) { o[i] = x[i] % y[i]; }
+// Round to an integer by adding and subtracting 1.5 * 2^23: only exact if the driver keeps both operations.
+kernel void round_trick(device const float* x [[buffer(0)]], device const float* y [[buffer(1)]],
+                        device float* o [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  float j = fma(y[i], x[i], 12582912.0f);
+  o[i] = j - 12582912.0f;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def exact_lib(tmp_path_factory):
+    p = tmp_path_factory.mktemp("exact") / "exact.metal"
+    p.write_text(EXACT)
+    return m2v.compile_library(str(p))
+
+
+def _binary(lib, name, x, y):
+    s = m2v.Stream()
+    o = m2v.Buffer(x.nbytes)
+    s.set_kernel(lib[name])
+    s.set_buffer(s.buffer(x), 0)
+    s.set_buffer(s.buffer(y), 1)
+    s.set_buffer(o, 2)
+    s.dispatch_threads((x.size, 1, 1), (64, 1, 1))
+    return s.read(o, x.dtype, x.shape)
+
+
+@pytest.mark.parametrize("dtype,name", [(np.float32, "fmod_f"), (np.float16, "fmod_h")])
+def test_fmod_is_exact(exact_lib, rng, dtype, name):
+    """Metal's fmod is exact; x - y * trunc(x / y) is not once |x / y| is large."""
+    n = 4096
+    with np.errstate(all="ignore"):
+        scale = 10.0 ** rng.integers(-4, 5, n) if dtype == np.float16 else 10.0 ** rng.integers(-35, 35, n)
+        x = (rng.uniform(-1, 1, n) * scale).astype(dtype)
+        y = (rng.uniform(-1, 1, n) * scale[::-1]).astype(dtype)
+        x[:6] = [13696, 1e4, 0, np.inf, 5, -7.5]
+        y[:6] = [3.1, 0.7, 2, 2, np.inf, 0]
+        want = np.fmod(x, y)
+    got = _binary(exact_lib, name, x, y)
+    bits = np.uint16 if dtype == np.float16 else np.uint32
+    same = (got.view(bits) == want.view(bits)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), f"{np.sum(~same)} differ, e.g. fmod({x[~same][0]}, {y[~same][0]}) = {got[~same][0]}"
+
+
+def test_signed_remainder(exact_lib, rng):
+    x = rng.integers(-1000, 1000, 1024).astype(np.int32)
+    y = rng.integers(1, 50, 1024).astype(np.int32) * rng.choice([-1, 1], 1024).astype(np.int32)
+    want = (np.abs(x) % np.abs(y)) * np.sign(x)  # C's %: truncated division, the sign of the dividend
+    np.testing.assert_array_equal(_binary(exact_lib, "srem", x, y), want)
+
+
+def test_float_operations_are_not_reassociated(exact_lib, rng):
+    x = rng.uniform(-1000, 1000, 1024).astype(np.float32)
+    y = np.ones(1024, np.float32)
+    np.testing.assert_array_equal(_binary(exact_lib, "round_trick", x, y), np.rint(x))

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""MLX's Metal kernels through metal2vk against PyTorch (CUDA) on the same GPU, in one process.
+
+    PYTHONPATH=<metal2vk python> python3 bench/mlx_vs_torch.py [--mlx ROOT] [--filter S]... [--reps N]
+                                                                [--report PREFIX] [--ceiling-gbs 4110]
+                                                                [--peak-tflops 764]
+
+Each item launches MLX's kernels with the run suite's launchers (corpus/mlx-library/cases/: the same code the
+suite checks against numpy references), at sizes that keep the GPU busy. Timing, both sides alike: a 500 ms warm-up
+of the same work (the H200's SM clock idles at 345 MHz), then `reps` repetitions back to back; metal2vk's time is
+the GPU timestamp span of those repetitions over `reps`, PyTorch's the CUDA-event span over `reps`. The outputs of
+both are compared (a sanity check: the launchers' correctness is the run suite's job). Reported: time, the ratio to
+PyTorch, and GB/s (bytes each side must move at least: inputs read once, outputs written once) or TFLOP/s as a
+fraction of the ceiling.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LIB = os.path.join(os.path.dirname(HERE), "corpus", "mlx-library")
+sys.path.insert(0, LIB)
+sys.path.insert(0, os.path.join(LIB, "cases"))
+
+import metal2vk as m2v  # noqa: E402
+import mlxrun  # noqa: E402
+from mlxrun import Case, Ctx, itemsize, store  # noqa: E402
+
+import torch  # noqa: E402
+
+TORCH_DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+class Item:
+    """A benchmark: `setup(ctx, rng)` uploads inputs and returns (launch, read, torch_fn, torch_inputs); `launch()`
+    records one repetition on ctx, `read()` returns our output as float64, `torch_fn(*torch_inputs)` computes the
+    same op on CUDA. bytes / flops: the minimum traffic / arithmetic of one repetition."""
+
+    def __init__(self, name, kernels, setup, nbytes=0, flops=0, tol=2e-2, note=""):
+        """kernels: [(file relative to MLX's kernels folder, entry point), ...]"""
+        self.name, self.kernels, self.setup = name, kernels, setup
+        self.nbytes, self.flops, self.tol, self.note = nbytes, flops, tol, note
+
+
+def torch_tensor(values, dt):
+    return torch.from_numpy(np.asarray(values, dtype=np.float32)).to("cuda", TORCH_DT[dt])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Items
+def softmax_item(dt, n):
+    import softmax as sm
+
+    def setup(ctx, rng):
+        x = rng.uniform(-4, 4, (n, n)).astype(np.float32)
+        src = ctx.buffer(store(x, dt))
+        out = m2v.Buffer(n * n * itemsize(dt))
+        return (lambda: sm.launch_softmax(ctx, dt, src, out, n, n),
+                lambda: ctx.read(out, dt, (n, n)),
+                lambda t: torch.softmax(t, dim=-1), [torch_tensor(x, dt)])
+
+    return Item(f"softmax {dt} {n}x{n}", [(sm.SOFTMAX_FILE, sm.softmax_name(dt, n, False))], setup,
+                nbytes=2 * n * n * itemsize(dt))
+
+
+def norm_item(kind, dt, n):
+    import norms
+
+    def setup(ctx, rng):
+        x = rng.uniform(-2, 2, (n, n)).astype(np.float32)
+        w = rng.uniform(0.5, 1.5, n).astype(np.float32)
+        b = rng.uniform(-0.5, 0.5, n).astype(np.float32)
+        src, wb, bb = ctx.buffer(store(x, dt)), ctx.buffer(store(w, dt)), ctx.buffer(store(b, dt))
+        out = m2v.Buffer(n * n * itemsize(dt))
+        tx, tw, tb = torch_tensor(x, dt), torch_tensor(w, dt), torch_tensor(b, dt)
+        if kind == "layer_norm":
+            launch = lambda: norms.launch_layer_norm(ctx, dt, src, wb, bb, out, n, n, 1, 1)
+            fn = lambda x, w, b: torch.nn.functional.layer_norm(x, (n,), w, b, eps=norms.EPS)
+        else:
+            launch = lambda: norms.launch_rms(ctx, dt, src, wb, out, n, n, 1)
+            fn = lambda x, w, b: torch.nn.functional.rms_norm(x, (n,), w, eps=norms.EPS)
+        return launch, lambda: ctx.read(out, dt, (n, n)), fn, [tx, tw, tb]
+
+    name = norms.ln_name(dt, n) if kind == "layer_norm" else norms.rms_name(dt, n)
+    return Item(f"{kind} {dt} {n}x{n}", [(norms.LN_FILE if kind == "layer_norm" else norms.RMS_FILE, name)], setup,
+                nbytes=2 * n * n * itemsize(dt))
+
+
+def unary_item(op, dt, n):
+    import unary
+
+    def setup(ctx, rng):
+        x = rng.uniform(-4, 4, n).astype(np.float32)
+        src = ctx.buffer(store(x, dt))
+        out = m2v.Buffer(n * itemsize(dt))
+        fn = {"Exp": torch.exp}[op]
+        return (lambda: unary.launch_unary(ctx, op, dt, src, [n], [1], 0, out, n),
+                lambda: ctx.read(out, dt, n), fn, [torch_tensor(x, dt)])
+
+    wpt = unary.work_per_thread(itemsize(dt), n)
+    kname = f"{'vn' if wpt > 1 else 'v'}_{op}{mlxrun.tname(dt)}{mlxrun.tname(dt)}"
+    return Item(f"{op.lower()} {dt} 2^{n.bit_length() - 1}", [(unary.FILE, kname)], setup, nbytes=2 * n * itemsize(dt))
+
+
+def binary_item(op, dt, n):
+    import binary
+    from _elemwise_util import contiguous
+
+    view = contiguous([n])
+
+    def setup(ctx, rng):
+        a = rng.uniform(-4, 4, n).astype(np.float32)
+        b = rng.uniform(-4, 4, n).astype(np.float32)
+        ab, bb = ctx.buffer(store(a, dt)), ctx.buffer(store(b, dt))
+        out = m2v.Buffer(n * itemsize(dt))
+        fn = {"Add": torch.add, "Multiply": torch.mul}[op]
+        return (lambda: binary.launch_binary(ctx, op, dt, view, ab, view, bb, [out], [dt]),
+                lambda: ctx.read(out, dt, n), fn, [torch_tensor(a, dt), torch_tensor(b, dt)])
+
+    return Item(f"{op.lower()} {dt} 2^{n.bit_length() - 1}", [("binary.metal", binary.plan(op, view, view, dt)[0])],
+                setup, nbytes=3 * n * itemsize(dt))
+
+
+def silu_item(dt, n):
+    """MLX's nn.silu without mx.compile: x * sigmoid(x), two kernels (Sigmoid, then Multiply)."""
+    import binary
+    import unary
+    from _elemwise_util import contiguous
+
+    view = contiguous([n])
+
+    def setup(ctx, rng):
+        x = rng.uniform(-4, 4, n).astype(np.float32)
+        src = ctx.buffer(store(x, dt))
+        sig = m2v.Buffer(n * itemsize(dt))
+        out = m2v.Buffer(n * itemsize(dt))
+
+        def launch():
+            unary.launch_unary(ctx, "Sigmoid", dt, src, [n], [1], 0, sig, n)
+            binary.launch_binary(ctx, "Multiply", dt, view, src, view, sig, [out], [dt])
+
+        return launch, lambda: ctx.read(out, dt, n), torch.nn.functional.silu, [torch_tensor(x, dt)]
+
+    wpt = unary.work_per_thread(itemsize(dt), n)
+    names = [(unary.FILE, f"{'vn' if wpt > 1 else 'v'}_Sigmoid{mlxrun.tname(dt)}{mlxrun.tname(dt)}"),
+             ("binary.metal", binary.plan("Multiply", view, view, dt)[0])]
+    return Item(f"silu {dt} 2^{n.bit_length() - 1}", names, setup,
+                nbytes=2 * n * itemsize(dt), note="two kernels, as MLX without mx.compile (sigmoid, multiply)")
+
+
+def reduce_item(dt, n, axis):
+    import reduce as red
+    from _reduce_util import View
+
+    view = View((n, n))
+    out_shape = [n, 1] if axis == 1 else [1, n]
+
+    def setup(ctx, rng):
+        x = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        src = ctx.buffer(store(x, dt))
+        out = red.Out(out_shape, dt)
+        out.buf = m2v.Buffer(n * itemsize(dt))
+        return (lambda: red.launch_reduce(ctx, "sum", dt, src, view, [axis], out),
+                lambda: ctx.read(out.buf, dt, n), lambda t: torch.sum(t, dim=axis), [torch_tensor(x, dt)])
+
+    dry = red.DryRun()
+    red.launch_reduce(dry, "sum", dt, None, view, [axis], red.Out(out_shape, dt))
+    return Item(f"sum over {'rows' if axis == 1 else 'columns'} {dt} {n}x{n}", [(red.FILE, k) for k in dry.names],
+                setup,
+                nbytes=n * n * itemsize(dt) + n * itemsize(dt))
+
+
+def items():
+    out = []
+    for dt in ("f32", "f16", "bf16"):
+        for n in (4096, 8192):
+            out.append(softmax_item(dt, n))
+    for kind in ("layer_norm", "rms_norm"):
+        for dt in ("f32", "f16", "bf16"):
+            out.append(norm_item(kind, dt, 8192))
+    for dt in ("f32", "f16", "bf16"):
+        out.append(unary_item("Exp", dt, 1 << 26))
+        out.append(silu_item(dt, 1 << 26))
+        out.append(binary_item("Add", dt, 1 << 26))
+    for dt in ("f32", "f16", "bf16"):
+        out.append(reduce_item(dt, 8192, 1))
+        out.append(reduce_item(dt, 8192, 0))
+    try:
+        import bench_matmul_items  # noqa: F401  (gemv, qmv, steel GEMM, sdpa: bench/bench_matmul_items.py)
+        out.extend(bench_matmul_items.items(Item, torch_tensor))
+    except ImportError as e:
+        print(f"note: matmul items not loaded: {e}", file=sys.stderr)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def time_ours(runner, launch, reps, warmup_s):
+    s = runner.stream
+    t0 = time.time()
+    while time.time() - t0 < warmup_s:
+        for _ in range(4):
+            launch()
+        s.synchronize()
+    s.take_timings()
+    for _ in range(reps):
+        launch()
+    s.synchronize()
+    t = s.take_timings()
+    return (t[-1]["end_ns"] - t[0]["start_ns"]) / reps / 1e3, len(t) // reps
+
+
+def time_torch(fn, args, reps, warmup_s):
+    torch.cuda.synchronize()
+    t0 = time.time()
+    while time.time() - t0 < warmup_s:
+        for _ in range(4):
+            fn(*args)
+        torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        y = fn(*args)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / reps, y
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mlx", default=os.environ.get("M2V_MLX_ROOT") or os.path.join(
+        os.path.dirname(os.path.dirname(HERE)), "shared", "third_party", "mlx"))
+    ap.add_argument("--filter", action="append", default=[])
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--warmup-ms", type=float, default=500)
+    ap.add_argument("--ceiling-gbs", type=float, default=4110)
+    ap.add_argument("--peak-tflops", type=float, default=764)
+    ap.add_argument("--report")
+    args = ap.parse_args()
+
+    its = [i for i in items() if not args.filter or any(f in i.name for f in args.filter)]
+    runner = mlxrun.Runner(os.path.abspath(args.mlx), jobs=0)
+    runner.compile([Case(it.name, "bench", f, [k], None) for it in its for f, k in it.kernels])
+    runner.stream = m2v.Stream(timestamps=True, batch_size=64)
+    dev = m2v.device_info()["description"]
+    gpu = torch.cuda.get_device_name()
+    print(f"metal2vk: {dev}\ntorch {torch.__version__} on {gpu}", flush=True)
+    rng = np.random.default_rng(0)
+    rows = []
+    for it in its:
+        ctx = Ctx(runner, Case(it.name, "bench", it.kernels[0][0], [], None), 0)
+        where = {k: f for f, k in it.kernels}
+        ctx.kernel = lambda entry, where=where: runner.kernel(where[entry], entry)
+        row = {"item": it.name, "note": it.note}
+        try:
+            launch, read, fn, targs = it.setup(ctx, rng)
+            ours_us, dispatches = time_ours(runner, launch, args.reps, args.warmup_ms / 1e3)
+            torch_us, ty = time_torch(fn, targs, args.reps, args.warmup_ms / 1e3)
+            got = read()
+            want = ty.float().cpu().numpy().astype(np.float64).reshape(got.shape)
+            err = float(np.max(np.abs(got - want) / np.maximum(1, np.abs(want))))
+            row.update(ours_us=ours_us, torch_us=torch_us, ratio=ours_us / torch_us, dispatches=dispatches,
+                       max_diff_vs_torch=err, outputs_agree=err <= it.tol)
+            if it.nbytes:
+                row["gbs"] = it.nbytes / ours_us / 1e3
+                row["torch_gbs"] = it.nbytes / torch_us / 1e3
+                row["ceiling_fraction"] = row["gbs"] / args.ceiling_gbs
+            if it.flops:
+                row["tflops"] = it.flops / ours_us / 1e6
+                row["torch_tflops"] = it.flops / torch_us / 1e6
+                row["peak_fraction"] = row["tflops"] / args.peak_tflops
+        except Exception as e:  # reported in the table, never hidden
+            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del ctx
+        torch.cuda.empty_cache()
+    if args.report:
+        with open(args.report + ".json", "w") as f:
+            json.dump({"device": dev, "torch": torch.__version__, "gpu": gpu, "reps": args.reps,
+                       "ceiling_gbs": args.ceiling_gbs, "peak_tflops": args.peak_tflops, "rows": rows}, f, indent=1)
+        with open(args.report + ".md", "w") as f:
+            f.write(f"metal2vk device: {dev}; PyTorch {torch.__version__} on {gpu}; {args.reps} repetitions after a "
+                    f"{args.warmup_ms:.0f} ms warm-up, each side.\n\n")
+            f.write("| item | metal2vk µs | PyTorch µs | ratio (ours/torch) | ours GB/s or TFLOP/s | of ceiling | "
+                    "PyTorch GB/s or TFLOP/s | dispatches | outputs agree |\n|---|---|---|---|---|---|---|---|---|\n")
+            for r in rows:
+                if "error" in r:
+                    f.write(f"| {r['item']} | {r['error']} | | | | | | | |\n")
+                    continue
+                if "tflops" in r:
+                    rate, frac, trate = f"{r['tflops']:.1f} TFLOP/s", r["peak_fraction"], f"{r['torch_tflops']:.1f}"
+                else:
+                    rate, frac, trate = f"{r['gbs']:.0f} GB/s", r["ceiling_fraction"], f"{r['torch_gbs']:.0f}"
+                f.write(f"| {r['item']} | {r['ours_us']:.1f} | {r['torch_us']:.1f} | {r['ratio']:.2f} | {rate} | "
+                        f"{frac:.0%} | {trate} | {r['dispatches']} | "
+                        f"{'yes' if r['outputs_agree'] else 'NO'} ({r['max_diff_vs_torch']:.1g}) |\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
