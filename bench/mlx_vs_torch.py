@@ -20,6 +20,7 @@ import sys
 import time
 
 import numpy as np
+import torch  # before the case folder joins sys.path: cases/copy.py would shadow the standard library's copy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIB = os.path.join(os.path.dirname(HERE), "corpus", "mlx-library")
@@ -28,9 +29,8 @@ sys.path.insert(0, os.path.join(LIB, "cases"))
 
 import metal2vk as m2v  # noqa: E402
 import mlxrun  # noqa: E402
+from mlxhost import mlx_buffer_size  # noqa: E402
 from mlxrun import Case, Ctx, itemsize, store  # noqa: E402
-
-import torch  # noqa: E402
 
 TORCH_DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -92,18 +92,20 @@ def norm_item(kind, dt, n):
 
 def unary_item(op, dt, n):
     import unary
+    from _elemwise_util import contiguous
+
+    view = contiguous([n])
 
     def setup(ctx, rng):
         x = rng.uniform(-4, 4, n).astype(np.float32)
         src = ctx.buffer(store(x, dt))
         out = m2v.Buffer(n * itemsize(dt))
         fn = {"Exp": torch.exp}[op]
-        return (lambda: unary.launch_unary(ctx, op, dt, src, [n], [1], 0, out, n),
+        return (lambda: unary.launch_unary(ctx, op, dt, view, src, out),
                 lambda: ctx.read(out, dt, n), fn, [torch_tensor(x, dt)])
 
-    wpt = unary.work_per_thread(itemsize(dt), n)
-    kname = f"{'vn' if wpt > 1 else 'v'}_{op}{mlxrun.tname(dt)}{mlxrun.tname(dt)}"
-    return Item(f"{op.lower()} {dt} 2^{n.bit_length() - 1}", [(unary.FILE, kname)], setup, nbytes=2 * n * itemsize(dt))
+    return Item(f"{op.lower()} {dt} 2^{n.bit_length() - 1}", [(unary.FILE, unary.plan(op, dt, view)[0])], setup,
+                nbytes=2 * n * itemsize(dt))
 
 
 def binary_item(op, dt, n):
@@ -140,13 +142,12 @@ def silu_item(dt, n):
         out = m2v.Buffer(n * itemsize(dt))
 
         def launch():
-            unary.launch_unary(ctx, "Sigmoid", dt, src, [n], [1], 0, sig, n)
+            unary.launch_unary(ctx, "Sigmoid", dt, view, src, sig)
             binary.launch_binary(ctx, "Multiply", dt, view, src, view, sig, [out], [dt])
 
         return launch, lambda: ctx.read(out, dt, n), torch.nn.functional.silu, [torch_tensor(x, dt)]
 
-    wpt = unary.work_per_thread(itemsize(dt), n)
-    names = [(unary.FILE, f"{'vn' if wpt > 1 else 'v'}_Sigmoid{mlxrun.tname(dt)}{mlxrun.tname(dt)}"),
+    names = [(unary.FILE, unary.plan("Sigmoid", dt, view)[0]),
              ("binary.metal", binary.plan("Multiply", view, view, dt)[0])]
     return Item(f"silu {dt} 2^{n.bit_length() - 1}", names, setup,
                 nbytes=2 * n * itemsize(dt), note="two kernels, as MLX without mx.compile (sigmoid, multiply)")
@@ -174,6 +175,54 @@ def reduce_item(dt, n, axis):
                 nbytes=n * n * itemsize(dt) + n * itemsize(dt))
 
 
+class Matrix:
+    """A row-major matrix operand in the shape the run suite's matmul launchers read (steel_gemm.Operand's fields)."""
+
+    def __init__(self, ctx, values, dt):
+        self.shape, self.strides = list(values.shape), [values.shape[1], 1]
+        self.buf = ctx.buffer(store(values, dt))
+
+
+def steel_gemm_item(dt, n):
+    import steel_gemm as sg
+
+    def setup(ctx, rng):
+        a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        A, B = Matrix(ctx, a, dt), Matrix(ctx, b, dt)
+        out = m2v.Buffer(n * n * itemsize(dt))
+        return (lambda: sg.matmul(ctx, dt, A, B, [n, n], out), lambda: ctx.read(out, dt, (n, n)), torch.matmul,
+                [torch_tensor(a, dt), torch_tensor(b, dt)])
+
+    names = sg.matmul_kernels(dt, False, False, n, n, n, 1)
+    file = sg.FILE_SPLITK if "splitk" in names[0] else sg.FILE_FUSED
+    return Item(f"steel GEMM {dt} {n}^3", [(file, k) for k in names], setup, flops=2 * n ** 3, tol=5e-2,
+                note=f"{names[0]} (MLX's tile choice for device class '{sg.DEVC}')")
+
+
+def sdpa_decode_item(dt, heads=32, keys=4096, d=128, arch="d"):
+    import attention as at
+
+    def setup(ctx, rng):
+        def arr(shape, lo, hi):
+            x = rng.uniform(lo, hi, shape).astype(np.float32)
+            return at.Arr(ctx.buffer(store(x, dt)), 0, shape, [int(s) for s in at.row_strides(shape)], None, dt), x
+
+        q, qv = arr((1, heads, 1, d), -2, 2)
+        k, kv = arr((1, heads, keys, d), -2, 2)
+        v, vv = arr((1, heads, keys, d), -1, 1)
+        out = m2v.Buffer(heads * d * itemsize(dt))
+        scale = 1.0 / np.sqrt(d)
+        return (lambda: at.launch_sdpa_vector(ctx, dt, q, k, v, out, scale, False, None, None, arch),
+                lambda: ctx.read(out, dt, (1, heads, 1, d)), torch.nn.functional.scaled_dot_product_attention,
+                [torch_tensor(qv, dt), torch_tensor(kv, dt), torch_tensor(vv, dt)])
+
+    names = at.vector_kernels(dt, (1, heads, 1, d), (1, heads, keys, d), d, arch, False, False)
+    return Item(f"sdpa decode {dt} 1x{keys} keys, {heads} heads, d={d}", [(at.FILE_VEC, k) for k in names], setup,
+                nbytes=(2 * heads * keys * d + 2 * heads * d) * itemsize(dt),
+                note=f"{' + '.join(names)} (device class '{arch}')")
+
+
 def items():
     out = []
     for dt in ("f32", "f16", "bf16"):
@@ -189,25 +238,50 @@ def items():
     for dt in ("f32", "f16", "bf16"):
         out.append(reduce_item(dt, 8192, 1))
         out.append(reduce_item(dt, 8192, 0))
-    try:
-        import bench_matmul_items  # noqa: F401  (gemv, qmv, steel GEMM, sdpa: bench/bench_matmul_items.py)
-        out.extend(bench_matmul_items.items(Item, torch_tensor))
-    except ImportError as e:
-        print(f"note: matmul items not loaded: {e}", file=sys.stderr)
+    for dt in ("f16", "bf16"):
+        for n in (4096, 8192):
+            out.append(steel_gemm_item(dt, n))
+    for dt in ("f32", "f16", "bf16"):
+        out.append(sdpa_decode_item(dt))
     return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
-def time_ours(runner, launch, reps, warmup_s):
+class BenchCtx(Ctx):
+    """The launchers' scratch buffers (ctx.empty: split-k partials, two-pass intermediates) come from a pool, one per
+    call position within a repetition, as MLX's allocator would hand back the same cached buffers: no allocation and
+    no poisoning fill inside the timed loop."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.pool, self.calls = {}, 0
+
+    def start_repetition(self):
+        self.calls = 0
+
+    def empty(self, nbytes, poison=True):
+        key = (self.calls, int(nbytes))
+        self.calls += 1
+        if key not in self.pool:
+            self.pool[key] = m2v.Buffer(mlx_buffer_size(nbytes))
+        return self.pool[key]
+
+
+def time_ours(runner, ctx, launch, reps, warmup_s):
     s = runner.stream
+
+    def one():
+        ctx.start_repetition()
+        launch()
+
     t0 = time.time()
     while time.time() - t0 < warmup_s:
         for _ in range(4):
-            launch()
+            one()
         s.synchronize()
     s.take_timings()
     for _ in range(reps):
-        launch()
+        one()
     s.synchronize()
     t = s.take_timings()
     return (t[-1]["end_ns"] - t[0]["start_ns"]) / reps / 1e3, len(t) // reps
@@ -251,13 +325,13 @@ def main():
     rng = np.random.default_rng(0)
     rows = []
     for it in its:
-        ctx = Ctx(runner, Case(it.name, "bench", it.kernels[0][0], [], None), 0)
+        ctx = BenchCtx(runner, Case(it.name, "bench", it.kernels[0][0], [], None), 0)
         where = {k: f for f, k in it.kernels}
         ctx.kernel = lambda entry, where=where: runner.kernel(where[entry], entry)
         row = {"item": it.name, "note": it.note}
         try:
             launch, read, fn, targs = it.setup(ctx, rng)
-            ours_us, dispatches = time_ours(runner, launch, args.reps, args.warmup_ms / 1e3)
+            ours_us, dispatches = time_ours(runner, ctx, launch, args.reps, args.warmup_ms / 1e3)
             torch_us, ty = time_torch(fn, targs, args.reps, args.warmup_ms / 1e3)
             got = read()
             want = ty.float().cpu().numpy().astype(np.float64).reshape(got.shape)
