@@ -59,18 +59,26 @@ float bfloat16BitsToFloat(uint16_t b) {
   return f;
 }
 
+// double -> int64 without undefined behaviour: NaN is 0, values past the range saturate.
+static int64_t toInt64(double v) {
+  if (!(v == v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return int64_t(v);
+}
+
 void encodeElement(Dtype dtype, double v, void* dst) {
   auto put = [&](auto x) { std::memcpy(dst, &x, sizeof(x)); };
   switch (dtype) {
     case Dtype::Bool: put(uint8_t(v != 0)); break;
-    case Dtype::UInt8: put(uint8_t(int64_t(v))); break;
-    case Dtype::UInt16: put(uint16_t(int64_t(v))); break;
-    case Dtype::UInt32: put(uint32_t(int64_t(v))); break;
-    case Dtype::UInt64: put(v >= 9.2e18 ? uint64_t(v) : uint64_t(int64_t(v))); break;
-    case Dtype::Int8: put(int8_t(int64_t(v))); break;
-    case Dtype::Int16: put(int16_t(int64_t(v))); break;
-    case Dtype::Int32: put(int32_t(int64_t(v))); break;
-    case Dtype::Int64: put(int64_t(v)); break;
+    case Dtype::UInt8: put(uint8_t(toInt64(v))); break;
+    case Dtype::UInt16: put(uint16_t(toInt64(v))); break;
+    case Dtype::UInt32: put(uint32_t(toInt64(v))); break;
+    case Dtype::UInt64: put(v >= 18446744073709551615.0 ? UINT64_MAX : v >= 9.2e18 ? uint64_t(v) : uint64_t(toInt64(v))); break;
+    case Dtype::Int8: put(int8_t(toInt64(v))); break;
+    case Dtype::Int16: put(int16_t(toInt64(v))); break;
+    case Dtype::Int32: put(int32_t(toInt64(v))); break;
+    case Dtype::Int64: put(toInt64(v)); break;
     case Dtype::Float16: put(floatToHalfBits(float(v))); break;
     case Dtype::BFloat16: put(floatToBfloat16Bits(float(v))); break;
     case Dtype::Float32: put(float(v)); break;
