@@ -16,6 +16,7 @@ fraction of the ceiling.
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
@@ -223,6 +224,59 @@ def sdpa_decode_item(dt, heads=32, keys=4096, d=128, arch="d"):
                 note=f"{' + '.join(names)} (device class '{arch}')")
 
 
+def gemv_item(dt, n):
+    """y = W x, W (n, n) row-major, x (n, 1): Matmul::eval_gpu's gemv route (gemv.metal)."""
+    import gemv
+
+    W, X = gemv.View((n, n)), gemv.View((n, 1))
+    p = gemv.plan_matmul(dt, W, X)
+
+    def setup(ctx, rng):
+        w = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        x = rng.uniform(-1, 1, (n, 1)).astype(np.float32)
+        bufs = {id(W): ctx.buffer(store(w, dt)), id(X): ctx.buffer(store(x, dt))}
+        out = m2v.Buffer(n * itemsize(dt))
+        args = {i: out if isinstance(a, str) else bufs[id(a)] if isinstance(a, gemv.View) else a
+                for i, a in p["args"].items()}
+        return (lambda: ctx.launch(p["name"], args, groups=p["groups"], threadgroup=p["threadgroup"],
+                                   constants=p["constants"]),
+                lambda: ctx.read(out, dt, (n, 1)), torch.matmul, [torch_tensor(w, dt), torch_tensor(x, dt)])
+
+    return Item(f"gemv {dt} {n}x{n}", [(gemv.FILE, p["name"])], setup, nbytes=(n * n + 2 * n) * itemsize(dt),
+                note=p["name"])
+
+
+def qmv_item(dt, n_out, k, bits=4, gs=64):
+    """y = x W^T with W (n_out, k) affine-quantized (bits, group size gs): QuantizedMatmul::eval_gpu's qmv route.
+    PyTorch has no affine 4-bit matmul of MLX's format: its side is the same product with W dequantized to `dt`
+    (a dense gemv, reading 16/bits times the weight bytes)."""
+    import quantized as qz
+    from _quantized_util import pack_rows
+
+    q = qz.Q("affine", dt, [1, k], n_out, transpose=True, gs=gs, bits=bits)
+    p = qz.plan(q)
+
+    def setup(ctx, rng):
+        codes = rng.integers(0, 1 << bits, (n_out, k))
+        scales = rng.uniform(0.001, 0.02, (n_out, k // gs))
+        biases = rng.uniform(-0.1, 0.1, (n_out, k // gs))
+        s_st, b_st = mlxrun.rounded(scales, dt), mlxrun.rounded(biases, dt)
+        w = codes * np.repeat(s_st, gs, axis=1) + np.repeat(b_st, gs, axis=1)
+        x = rng.integers(-64, 65, (1, k)) / 64.0
+        bufs = {"w": ctx.buffer(pack_rows(codes, bits)), "s": ctx.buffer(store(scales, dt)),
+                "b": ctx.buffer(store(biases, dt)), "x": ctx.buffer(store(x, dt)),
+                "y": m2v.Buffer(n_out * itemsize(dt))}
+        args = {i: (bufs[a] if isinstance(a, str) else a) for i, a in p["args"].items()}
+        return (lambda: ctx.launch(p["name"], args, groups=p["groups"], threadgroup=p["threadgroup"]),
+                lambda: ctx.read(bufs["y"], dt, (1, n_out)), lambda xt, wt: torch.matmul(xt, wt.T),
+                [torch_tensor(x, dt), torch_tensor(w, dt)])
+
+    wbytes = n_out * k * bits // 8 + 2 * n_out * (k // gs) * itemsize(dt)
+    return Item(f"qmv {bits}-bit gs{gs} {dt} {n_out}x{k}", [(qz.FILES["affine"], p["name"])], setup,
+                nbytes=wbytes + (k + n_out) * itemsize(dt),
+                note=f"{p['name']}; PyTorch: dense {dt} gemv of the dequantized weights")
+
+
 def items():
     out = []
     for dt in ("f32", "f16", "bf16"):
@@ -243,6 +297,10 @@ def items():
             out.append(steel_gemm_item(dt, n))
     for dt in ("f32", "f16", "bf16"):
         out.append(sdpa_decode_item(dt))
+    out.append(gemv_item("f16", 8192))
+    out.append(gemv_item("bf16", 8192))
+    out.append(qmv_item("f16", 14336, 4096))
+    out.append(qmv_item("bf16", 14336, 4096))
     return out
 
 
@@ -324,6 +382,17 @@ def main():
     print(f"metal2vk: {dev}\ntorch {torch.__version__} on {gpu}", flush=True)
     rng = np.random.default_rng(0)
     rows = []
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        measure_all(its, runner, rng, rows, args)
+    except KeyboardInterrupt:  # a run stopped from outside still reports what it measured
+        print(f"interrupted after {len(rows)} of {len(its)} items", flush=True)
+    if args.report:
+        write_report(args.report, rows, dev, gpu, args)
+    return 0
+
+
+def measure_all(its, runner, rng, rows, args):
     for it in its:
         ctx = BenchCtx(runner, Case(it.name, "bench", it.kernels[0][0], [], None), 0)
         where = {k: f for f, k in it.kernels}
@@ -352,27 +421,28 @@ def main():
         print(json.dumps(row), flush=True)
         del ctx
         torch.cuda.empty_cache()
-    if args.report:
-        with open(args.report + ".json", "w") as f:
-            json.dump({"device": dev, "torch": torch.__version__, "gpu": gpu, "reps": args.reps,
-                       "ceiling_gbs": args.ceiling_gbs, "peak_tflops": args.peak_tflops, "rows": rows}, f, indent=1)
-        with open(args.report + ".md", "w") as f:
-            f.write(f"metal2vk device: {dev}; PyTorch {torch.__version__} on {gpu}; {args.reps} repetitions after a "
-                    f"{args.warmup_ms:.0f} ms warm-up, each side.\n\n")
-            f.write("| item | metal2vk µs | PyTorch µs | ratio (ours/torch) | ours GB/s or TFLOP/s | of ceiling | "
-                    "PyTorch GB/s or TFLOP/s | dispatches | outputs agree |\n|---|---|---|---|---|---|---|---|---|\n")
-            for r in rows:
-                if "error" in r:
-                    f.write(f"| {r['item']} | {r['error']} | | | | | | | |\n")
-                    continue
-                if "tflops" in r:
-                    rate, frac, trate = f"{r['tflops']:.1f} TFLOP/s", r["peak_fraction"], f"{r['torch_tflops']:.1f}"
-                else:
-                    rate, frac, trate = f"{r['gbs']:.0f} GB/s", r["ceiling_fraction"], f"{r['torch_gbs']:.0f}"
-                f.write(f"| {r['item']} | {r['ours_us']:.1f} | {r['torch_us']:.1f} | {r['ratio']:.2f} | {rate} | "
-                        f"{frac:.0%} | {trate} | {r['dispatches']} | "
-                        f"{'yes' if r['outputs_agree'] else 'NO'} ({r['max_diff_vs_torch']:.1g}) |\n")
-    return 0
+
+
+def write_report(prefix, rows, dev, gpu, args):
+    with open(prefix + ".json", "w") as f:
+        json.dump({"device": dev, "torch": torch.__version__, "gpu": gpu, "reps": args.reps,
+                   "ceiling_gbs": args.ceiling_gbs, "peak_tflops": args.peak_tflops, "rows": rows}, f, indent=1)
+    with open(prefix + ".md", "w") as f:
+        f.write(f"metal2vk device: {dev}; PyTorch {torch.__version__} on {gpu}; {args.reps} repetitions after a "
+                f"{args.warmup_ms:.0f} ms warm-up, each side.\n\n")
+        f.write("| item | metal2vk µs | PyTorch µs | ratio (ours/torch) | ours GB/s or TFLOP/s | of ceiling | "
+                "PyTorch GB/s or TFLOP/s | dispatches | outputs agree |\n|---|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            if "error" in r:
+                f.write(f"| {r['item']} | {r['error']} | | | | | | | |\n")
+                continue
+            if "tflops" in r:
+                rate, frac, trate = f"{r['tflops']:.1f} TFLOP/s", r["peak_fraction"], f"{r['torch_tflops']:.1f}"
+            else:
+                rate, frac, trate = f"{r['gbs']:.0f} GB/s", r["ceiling_fraction"], f"{r['torch_gbs']:.0f}"
+            f.write(f"| {r['item']} | {r['ours_us']:.1f} | {r['torch_us']:.1f} | {r['ratio']:.2f} | {rate} | "
+                    f"{frac:.0%} | {trate} | {r['dispatches']} | "
+                    f"{'yes' if r['outputs_agree'] else 'NO'} ({r['max_diff_vs_torch']:.1g}) |\n")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import signal
 import sys
 import time
 
@@ -134,11 +135,16 @@ def main():
     runner.compile(cases)
     runner.stream = m2v.Stream(timestamps=True)
     results = []
-    for c in cases:
-        r = runner.run_case(c, case_seed(seed, c.name))
-        results.append(r)
-        gpu = f" {r.gpu_us:.1f} us" if r.gpu_us is not None else ""
-        print(f"{r.stage:8} {c.name}{gpu}" + (f"  [{r.cause}] {r.message}" if r.message else ""), flush=True)
+    # A run stopped from outside (timeout's SIGTERM, Ctrl-C) still writes the report of the cases it finished.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        for c in cases:
+            r = runner.run_case(c, case_seed(seed, c.name))
+            results.append(r)
+            gpu = f" {r.gpu_us:.1f} us" if r.gpu_us is not None else ""
+            print(f"{r.stage:8} {c.name}{gpu}" + (f"  [{r.cause}] {r.message}" if r.message else ""), flush=True)
+    except KeyboardInterrupt:
+        print(f"interrupted after {len(results)} of {len(cases)} cases", flush=True)
     elapsed = time.time() - t0
     counts = collections.Counter(r.stage for r in results)
     print("; ".join(f"{s} {counts.get(s, 0)}" for s in STAGES) + f"  ({elapsed:.0f} s, seed {seed})")
