@@ -27,16 +27,47 @@
 
 namespace m2v::lower {
 
-// After optimization, a buffer argument whose push-constant address nothing reads is unused: the runtime lets the
-// host leave it unbound, as Metal does. (Argument-buffer kernels load addresses from memory: all count as used.)
+// After optimization, a buffer argument whose address nothing reads is unused: the runtime lets the host leave it
+// unbound, as Metal does (MLX's gemv declares bias buffers its non-axpby instances never touch). Addresses are
+// push constants, or 8-byte loads from the argument buffer whose address is the push constant at kPushArgsOffset
+// (EntryABI); an access to the argument buffer this does not recognise counts every argument as used.
 static void markUnusedArguments(llvm::Module& m, KernelReflection& reflection) {
-  if (reflection.argumentBuffer) return;
   std::set<uint64_t> read;
+  bool unknownAccess = false;
+  auto addArgumentBufferReads = [&](llvm::Value* table) {
+    for (llvm::User* u : table->users()) {
+      if (llvm::isa<llvm::LoadInst>(u)) {
+        read.insert(0);
+        continue;
+      }
+      auto* gep = llvm::dyn_cast<llvm::GetElementPtrInst>(u);
+      llvm::APInt offset(64, 0);
+      if (!gep || !gep->accumulateConstantOffset(m.getDataLayout(), offset) ||
+          !llvm::all_of(gep->users(), [](llvm::User* g) { return llvm::isa<llvm::LoadInst>(g); })) {
+        unknownAccess = true;
+        continue;
+      }
+      if (!gep->use_empty()) read.insert(offset.getZExtValue());
+    }
+  };
   if (llvm::Function* push = m.getFunction(pseudo::kPushI64))
-    for (llvm::User* u : push->users())
-      if (auto* call = llvm::dyn_cast<llvm::CallInst>(u))
-        if (auto* offset = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(0))) read.insert(offset->getZExtValue());
-  for (PushArg& a : reflection.args) a.used = read.count(a.offset) != 0;
+    for (llvm::User* u : push->users()) {
+      auto* call = llvm::dyn_cast<llvm::CallInst>(u);
+      auto* offset = call ? llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(0)) : nullptr;
+      if (!offset) {
+        unknownAccess = true;
+        continue;
+      }
+      if (!reflection.argumentBuffer) {
+        read.insert(offset->getZExtValue());
+        continue;
+      }
+      for (llvm::User* cu : call->users()) {
+        if (auto* table = llvm::dyn_cast<llvm::IntToPtrInst>(cu)) addArgumentBufferReads(table);
+        else unknownAccess = true;
+      }
+    }
+  for (PushArg& a : reflection.args) a.used = unknownAccess || read.count(a.offset) != 0;
 }
 
 namespace {

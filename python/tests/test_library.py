@@ -268,3 +268,46 @@ def test_float_operations_are_not_reassociated(exact_lib, rng):
     x = rng.uniform(-1000, 1000, 1024).astype(np.float32)
     y = np.ones(1024, np.float32)
     np.testing.assert_array_equal(_binary(exact_lib, "round_trick", x, y), np.rint(x))
+
+
+UNUSED = """
+#include <metal_stdlib>
+using namespace metal;
+// As MLX's gemv: a template flag compiles the bias path out, and the host binds only what the instance reads.
+template <bool kBias>
+[[kernel]] void scale(const device float* x [[buffer(0)]], const device float* bias [[buffer(2)]],
+                      device float* y [[buffer(3)]], const constant float& beta [[buffer(8)]],
+                      const constant int* pad [[buffer(20)]], uint i [[thread_position_in_grid]]) {
+  y[i] = 2.0f * x[i] + (kBias ? beta * bias[i] + float(pad[0]) : 0.0f);
+}
+template [[host_name("scale_bias")]] [[kernel]] decltype(scale<true>) scale<true>;
+template [[host_name("scale_plain")]] [[kernel]] decltype(scale<false>) scale<false>;
+"""
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["push_constants", "argument_buffer"])
+def test_buffers_the_kernel_never_reads_may_stay_unbound(tmp_path, many):
+    """Metal lets the host leave a buffer argument unbound when the kernel does not use it; one it reads must be
+    bound. With 15+ buffer arguments the addresses travel in an argument buffer: the same holds there."""
+    src = UNUSED
+    if many:  # buffers 9..19: unused by both instances, pushing the signature past the push-constant block
+        extra = "".join(f"const device float* u{k} [[buffer({k})]], " for k in range(9, 20))
+        src = src.replace("const constant int* pad", extra + "const constant int* pad")
+    p = tmp_path / "unused.metal"
+    p.write_text(src)
+    lib = m2v.compile_library(str(p))
+    plain, bias = lib["scale_plain"], lib["scale_bias"]
+    assert plain.reflection["push_constants"]["argument_buffer"] == many
+    used = {a["buffer"]: a["used"] for a in plain.reflection["push_constants"]["args"]}
+    assert used == {k: k in (0, 3) for k in used}
+    x = np.arange(64, dtype=np.float32)
+    s = m2v.Stream()
+    y = m2v.Buffer(256)
+    s.set_kernel(plain)
+    s.set_buffer(s.buffer(x), 0)
+    s.set_buffer(y, 3)
+    s.dispatch_threads(64, 64)
+    np.testing.assert_array_equal(s.read(y, np.float32, 64), 2 * x)
+    s.set_kernel(bias)  # reads buffer(2), (8) and (20): unbound, a usage error, never a fault
+    with pytest.raises(m2v.UsageError, match=r"buffer\((2|8|20)\) is not bound"):
+        s.dispatch_threads(64, 64)
