@@ -703,16 +703,19 @@ Id Emitter::extractFromView(const llvm::BitCastInst& view, uint64_t lane, const 
   return b_.op(Op::OpUConvert, typeOf(result->getType()), {v}, resultId(result));
 }
 
-// OpSRem / OpSDiv on signed-typed operands. SPIR-V lets the opcode alone carry signedness, and our integer types
-// are all signedness 0, but NVIDIA's driver (580.159) computes OpSRem on such operands as an unsigned remainder
-// (-43 % -1 gave -43). Bitcasts to and from a signed type cost nothing.
+// Signed division and remainder on signed-typed operands. SPIR-V lets the opcode alone carry signedness, and our
+// integer types are all signedness 0, but NVIDIA's driver (580.159) gave unsigned remainders for OpSRem in MLX's
+// Remainder kernel (-43 % -1 = -43, 26 % -26 = 26), on unsigned- and on signed-typed operands alike, while OpSDiv
+// is right there: the remainder is computed as a - (a / b) * b, C's definition for truncating division.
 Id Emitter::signedOp(const llvm::Instruction& i, spv::Op op) {
   llvm::Type* t = i.getType();
   Id s = b_.typeSignedInt(t->getScalarSizeInBits());
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) s = b_.typeVector(s, vt->getNumElements());
   Id a = b_.op(spv::Op::OpBitcast, s, {value(i.getOperand(0))});
   Id c = b_.op(spv::Op::OpBitcast, s, {value(i.getOperand(1))});
-  return b_.op(spv::Op::OpBitcast, typeOf(t), {b_.op(op, s, {a, c})}, resultId(&i));
+  Id q = b_.op(spv::Op::OpSDiv, s, {a, c});
+  Id r = op == spv::Op::OpSRem ? b_.op(spv::Op::OpISub, s, {a, b_.op(spv::Op::OpIMul, s, {q, c})}) : q;
+  return b_.op(spv::Op::OpBitcast, typeOf(t), {r}, resultId(&i));
 }
 
 Id Emitter::emitOp(const llvm::Instruction& i) {

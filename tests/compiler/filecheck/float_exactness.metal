@@ -1,7 +1,8 @@
 // MODE: asm
 // Rule: without fast math, float arithmetic is exactly as written: every OpFAdd/OpFSub/OpFMul/OpFDiv carries
 // NoContraction (a driver may otherwise fuse or fold `(x + K) - K` to x), a multiply-add written as one expression
-// is an Fma (LLVM writes x - K as x + -K, also exact); and signed division/remainder operate on signed-typed values (NVIDIA reads signedness from the type).
+// is an Fma (LLVM writes x - K as x + -K, also exact); and signed division operates on signed-typed values, the
+// remainder being a - (a / b) * b (NVIDIA's OpSRem is wrong for negative divisors).
 #include <metal_stdlib>
 using namespace metal;
 kernel void exact(device float* x [[buffer(0)]], device int* n [[buffer(1)]], uint i [[thread_position_in_grid]]) {
@@ -20,5 +21,8 @@ kernel void exact(device float* x [[buffer(0)]], device int* n [[buffer(1)]], ui
 // CHECK-DAG: %[[MUL]] = OpFMul %float
 // CHECK-DAG: %[[DIV]] = OpFDiv %float
 // CHECK-DAG: OpExtInst %float %{{[0-9]+}} Fma
-// CHECK-DAG: OpSRem %[[INT]]
+// CHECK-NOT: OpSRem
+// CHECK-DAG: %[[Q:[0-9]+]] = OpSDiv %[[INT]] %[[A:[0-9]+]] %[[B:[0-9]+]]
+// CHECK-DAG: %[[QB:[0-9]+]] = OpIMul %[[INT]] %[[Q]] %[[B]]
+// CHECK-DAG: OpISub %[[INT]] %[[A]] %[[QB]]
 // CHECK-DAG: OpSDiv %[[INT]]
