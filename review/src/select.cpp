@@ -35,14 +35,19 @@ bool definesAt(const std::string& text, size_t p, const std::string& name, const
 }  // namespace
 
 bool definesName(const std::string& text, const std::string& name) {
-  const std::regex head(
-      "(^|\\n)[ \\t]*(?!return\\b|else\\b|case\\b|new\\b|delete\\b|throw\\b)[A-Za-z_][\\w:<>,\\*& ]*"
-      "[\\s\\*&]([A-Za-z_]\\w*::)*" +
-      name + "$");
+  // One pattern per name, built once: a selection asks about the same names in many files.
+  static thread_local std::map<std::string, std::regex> heads;
+  auto it = heads.find(name);
+  if (it == heads.end())
+    it = heads
+             .emplace(name, std::regex("(^|\\n)[ \\t]*(?!return\\b|else\\b|case\\b|new\\b|delete\\b|throw\\b)"
+                                       "[A-Za-z_][\\w:<>,\\*& ]*[\\s\\*&]([A-Za-z_]\\w*::)*" +
+                                       name + "$"))
+             .first;
   for (size_t p = text.find(name); p != std::string::npos; p = text.find(name, p + 1)) {
     bool left = p == 0 || !identChar(text[p - 1]);
     bool right = p + name.size() >= text.size() || !identChar(text[p + name.size()]);
-    if (left && right && definesAt(text, p, name, head)) return true;
+    if (left && right && definesAt(text, p, name, it->second)) return true;
   }
   return false;
 }
@@ -314,7 +319,6 @@ class Selector {
     if (!settled) return everything("the unit selection did not settle");
     Selection s;
     s.partial = true;
-    s.parsed = models_.size();
     s.note = "parsed " + std::to_string(models_.size()) + " of " + std::to_string(tree_.units) +
              " unit(s): those defining the target, those naming a function on a path from an entry to it, and those "
              "defining what it calls; --full-parse reads every unit";
@@ -375,10 +379,14 @@ class Selector {
     std::string last =
         spec_.value.substr(spec_.value.rfind("::") == std::string::npos ? 0 : spec_.value.rfind("::") + 2);
     if (isEntry(last) && spec_.kind != "class") {
-      // Every unit defines an entry: the target's own are those that spell it as given (`Gather::eval_gpu`). One
-      // defined through a macro (`VULKAN_UNARY_GPU(Exp, ...)`) is spelled nowhere, and every unit is parsed.
+      // Every unit defines an entry: the target's own are those that spell its class and name (`Gather::eval_gpu`,
+      // also for `fast::Attention::eval_gpu` written inside `namespace fast`). One defined through a macro
+      // (`VULKAN_UNARY_GPU(Exp, ...)`) is spelled nowhere, and every unit is parsed.
+      size_t cls = spec_.value.size() > last.size() + 2 ? spec_.value.rfind("::", spec_.value.size() - last.size() - 3)
+                                                        : std::string::npos;
+      std::string spelled = cls == std::string::npos ? spec_.value : spec_.value.substr(cls + 2);
       for (size_t i = 0; i < tree_.files.size(); ++i)
-        if (tree_.files[i].text.find(spec_.value) != std::string::npos) need(i, "spells `" + spec_.value + "`");
+        if (tree_.files[i].text.find(spelled) != std::string::npos) need(i, "spells `" + spelled + "`");
     } else {
       mention(spelling(last));
     }

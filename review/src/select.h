@@ -16,7 +16,6 @@ namespace m2v::review {
 
 struct Selection {
   bool partial = false;  // cb and target come from the selected units only
-  size_t parsed = 0;     // units parsed
   std::string note;      // the Scope line saying what was read (or why every unit must be)
 };
 
