@@ -155,12 +155,7 @@ static std::string optionsKey(const ParseOptions& o) {
   return k;
 }
 
-static void merge(Codebase& into, Codebase&& unit) {
-  for (auto& [k, f] : unit.functions) into.functions.emplace(k, std::move(f));  // first unit wins (headers)
-}
-
-bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebase& cb, std::string& err) {
-  cb.root = opts.root;
+bool parseUnits(const ParseOptions& opts, const CacheOptions& cache, std::vector<UnitModel>& out, std::string& err) {
   if (opts.files.empty()) {
     err = "no translation units to parse";
     return false;
@@ -272,10 +267,7 @@ bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebas
         if (ec) fs::remove(tmp, ec);
       }
     }
-    cb.errors += ps.errors;
-    cb.parseStatus.push_back(ps);
-    cb.parsedFiles.push_back(file);
-    merge(cb, std::move(unit));
+    out.push_back({std::move(ps), std::move(unit)});
   }
   // Models of edited units stay behind under their old key: drop entries nobody used for 30 days.
   if (!dir.empty() && std::any_of(slots.begin(), slots.end(), [](const Slot& sl) { return !sl.hit; })) {
@@ -286,11 +278,31 @@ bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebas
       if (!e2 && now - t > std::chrono::hours(24 * 30)) fs::remove(e.path(), e2);
     }
   }
+  return true;
+}
+
+void assembleUnits(const std::string& root, const std::vector<const UnitModel*>& units, Codebase& cb) {
+  cb = Codebase();
+  cb.root = root;
+  for (const UnitModel* u : units) {
+    cb.errors += u->status.errors;
+    cb.parseStatus.push_back(u->status);
+    cb.parsedFiles.push_back(u->status.file);
+    for (auto& [k, f] : u->unit.functions) cb.functions.emplace(k, f);  // first unit wins (headers)
+  }
   for (auto& ps : cb.parseStatus) {
     ps.functions = 0;
     for (auto& [k, f] : cb.functions)
       if (f.file == ps.file) ++ps.functions;
   }
+}
+
+bool parseWithCache(const ParseOptions& opts, const CacheOptions& cache, Codebase& cb, std::string& err) {
+  std::vector<UnitModel> units;
+  if (!parseUnits(opts, cache, units, err)) return false;
+  std::vector<const UnitModel*> order;
+  for (auto& u : units) order.push_back(&u);
+  assembleUnits(opts.root, order, cb);
   return true;
 }
 

@@ -15,6 +15,7 @@
 #include "frontend.h"
 #include "metal2vk/review.h"
 #include "report.h"
+#include "select.h"
 #include "targets.h"
 
 namespace fs = std::filesystem;
@@ -29,63 +30,6 @@ static const char* kUsage =
     "  TARGET: FILE | FUNCTION | CLASS | SYMBOL | --file F | --function F | --class C | --diff FILE |\n"
     "          --commit SHA | A..B (git range of the repository at PATH)\n"
     "  --list-checks: print the checks and exit\n";
-
-// Units whose text defines `name` (a line with a type before `name(`, not a call statement).
-static std::vector<size_t> definingUnits(const std::vector<std::string>& texts, const std::string& name) {
-  std::vector<size_t> out;
-  std::regex def(
-      "(^|\\n)[ \\t]*(?!return\\b|else\\b|case\\b|new\\b|delete\\b|throw\\b)[A-Za-z_][\\w:<>,\\*& ]*[\\s\\*&]"
-      "([A-Za-z_]\\w*::)*" +
-      name + "\\s*\\(");
-  for (size_t i = 0; i < texts.size(); ++i)
-    if (texts[i].find(name) != std::string::npos && std::regex_search(texts[i], def)) out.push_back(i);
-  return out;
-}
-
-// The units an entry target reaches: those defining it, then those defining what they call (names of calls and
-// function references that no parsed unit defines), to a fixed point. Empty when the target is not only entries or
-// is not found that way (the caller then parses everything).
-static std::vector<std::string> entryClosure(const ParseOptions& po, const CacheOptions& cache, const Rules& rules,
-                                             const TargetSpec& spec, Codebase& cb, Target& target, std::string& e) {
-  std::vector<std::string> texts(po.files.size());
-  for (size_t i = 0; i < po.files.size(); ++i) readFile(po.files[i], texts[i]);
-  std::string last = spec.value.substr(spec.value.rfind("::") == std::string::npos ? 0 : spec.value.rfind("::") + 2);
-  if (last.empty()) return {};
-  std::set<size_t> chosen;
-  for (size_t i = 0; i < texts.size(); ++i)
-    if (texts[i].find(spec.value) != std::string::npos) chosen.insert(i);
-  if (chosen.empty()) return {};
-  std::set<std::string> chased;
-  for (int round = 0; round < 8; ++round) {
-    ParseOptions sub = po;
-    sub.files.clear();
-    for (auto i : chosen) sub.files.push_back(po.files[i]);
-    cb = Codebase();
-    if (!parseWithCache(sub, cache, cb, e)) return {};
-    if (round == 0) {
-      target = Target();
-      if (!resolveTarget(cb, rules, spec, target, e) || target.functions.empty()) return {};
-      for (auto& k : target.functions)
-        if (std::find(rules.entryFunctions.begin(), rules.entryFunctions.end(), cb.functions.at(k).name) ==
-            rules.entryFunctions.end())
-          return {};
-    }
-    std::set<std::string> defined;
-    for (auto& [k, f] : cb.functions) defined.insert(f.name);
-    size_t before = chosen.size();
-    for (auto& [k, f] : cb.functions)
-      for (auto& ev : f.events)
-        if ((ev.kind == "call" || ev.kind == "ref") && !ev.name.empty() && !defined.count(ev.name) &&
-            chased.insert(ev.name).second)
-          for (auto i : definingUnits(texts, ev.name)) chosen.insert(i);
-    if (chosen.size() == before) break;
-  }
-  target = Target();
-  if (!resolveTarget(cb, rules, spec, target, e)) return {};
-  std::vector<std::string> units;
-  for (auto i : chosen) units.push_back(po.files[i]);
-  return units;
-}
 
 int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string root, compileCommands, config, failOn;
@@ -205,22 +149,21 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   Codebase cb;
   Target target;
-  // An entry target (a primitive's eval_gpu) needs no caller: parse only the units that define it and, transitively,
-  // what it calls. Anything else (or a target not found that way) parses the whole backend.
-  std::string partial;
-  if (!fullParse && (spec.kind.empty() || spec.kind == "function" || spec.kind == "symbol") &&
-      spec.value.find('/') == std::string::npos && !fs::exists(fs::path(root) / spec.value)) {
-    Codebase part;
-    Target t;
-    std::string pe;
-    std::vector<std::string> units = entryClosure(po, cacheOpts, rules, spec, part, t, pe);
-    if (!units.empty()) {
-      cb = std::move(part);
-      target = t;
-      partial = "parsed " + std::to_string(units.size()) + " of " + std::to_string(po.files.size()) +
-                " unit(s): the target is an entry (no caller needed), so only the units defining it and what it "
-                "calls were read; --full-parse reads every unit";
-    }
+  // Parse only the units the target needs. An entry target (a primitive's eval_gpu) needs no caller: the units
+  // defining it and, transitively, what it calls. Any other function, class or file target also needs the units on
+  // the paths from the entries to it. A code area, a diff or a commit parses the whole backend, as does a target the
+  // text cannot be trusted to find (then Scope says why).
+  std::string partial, whyAll;
+  fs::path asPath = fs::path(spec.value).is_absolute() ? fs::path(spec.value) : fs::path(root) / spec.value;
+  bool nameTarget = (spec.kind.empty() || spec.kind == "function" || spec.kind == "symbol" || spec.kind == "class") &&
+                    spec.value.find('/') == std::string::npos && !fs::exists(asPath);
+  bool fileTarget = (spec.kind.empty() || spec.kind == "file") && !fs::is_directory(asPath) && !nameTarget;
+  if (!fullParse && (nameTarget || fileTarget)) {
+    Selection sel = selectUnits(po, cacheOpts, rules, spec, cb, target);
+    if (sel.partial)
+      partial = sel.note;
+    else
+      whyAll = sel.note;
   }
   if (partial.empty()) {
     if (!parseWithCache(po, cacheOpts, cb, e)) {
@@ -231,6 +174,7 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
       err << "m2v review: " << e << "\n";
       return 2;
     }
+    if (!whyAll.empty()) target.notes.push_back(whyAll);
   } else {
     target.notes.push_back(partial);
   }

@@ -24,6 +24,18 @@ std::string Cond::describe() const {
 
 int severityRank(const std::string& s) { return s == "high" ? 3 : s == "medium" ? 2 : s == "low" ? 1 : 0; }
 
+bool isHazardCall(const Rules& rules, const Event& e) {
+  for (auto* l : {&rules.syncCalls, &rules.fenceWaitCalls, &rules.evalCalls, &rules.submitCalls,
+                  &rules.queueSwitchCalls, &rules.forcedSubmitCalls})
+    if (nameMatches(*l, e.name, e.qualName)) return true;
+  return false;
+}
+
+bool isFallbackCall(const Rules& rules, const Event& e) {
+  return nameMatches(rules.cpuFallbackCalls, e.name, e.qualName) ||
+         anyRegex(rules.cpuFallbackPatterns, e.qualName.empty() ? e.name : e.qualName);
+}
+
 namespace {
 
 struct Engine {
@@ -71,12 +83,7 @@ struct Engine {
   }
 
   // The call is itself the hazard (a wait, a submit, a fallback): report it there, do not also report its insides.
-  bool hazardCall(const Event& e) const {
-    for (auto* l : {&rules.syncCalls, &rules.fenceWaitCalls, &rules.evalCalls, &rules.submitCalls,
-                    &rules.queueSwitchCalls, &rules.forcedSubmitCalls})
-      if (nameMatches(*l, e.name, e.qualName)) return true;
-    return false;
-  }
+  bool hazardCall(const Event& e) const { return isHazardCall(rules, e); }
 
   bool reachesDispatch(const Function& f, int depth = 0) {
     auto it = dispatches.find(f.key);
@@ -129,10 +136,7 @@ struct Engine {
     return std::find(rules.entryFunctions.begin(), rules.entryFunctions.end(), f.name) != rules.entryFunctions.end();
   }
 
-  bool fallback(const Event& e) const {
-    return nameMatches(rules.cpuFallbackCalls, e.name, e.qualName) ||
-           anyRegex(rules.cpuFallbackPatterns, e.qualName.empty() ? e.name : e.qualName);
-  }
+  bool fallback(const Event& e) const { return isFallbackCall(rules, e); }
 
   std::string trigger(const std::vector<Frame>& frames, const Event& ev) const {
     std::string out;
@@ -459,7 +463,8 @@ struct Engine {
     }
     currentReach.clear();
     for (auto& t : truncated)
-      rv.target.notes.push_back("the walk from `" + t + "` stopped at its step limit: paths below it were not all seen");
+      rv.target.notes.push_back("the walk from `" + t +
+                                "` stopped at its step limit: paths below it were not all seen");
     // Scope listing.
     std::set<std::string> files;
     for (auto& key : inspected) {

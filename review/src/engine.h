@@ -54,5 +54,10 @@ struct Review {
 
 Review runReview(const Codebase& cb, const Rules& rules, const Target& target);
 int severityRank(const std::string& s);  // high 3, medium 2, low 1
+// The call is itself a hazard the checks report (a wait, a submit, an eval, a queue switch): walks from an entry do
+// not continue into it.
+bool isHazardCall(const Rules& rules, const Event& e);
+// The call is a CPU fallback (reported where it is called): walks do not continue into it either.
+bool isFallbackCall(const Rules& rules, const Event& e);
 
 }  // namespace m2v::review

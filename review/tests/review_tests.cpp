@@ -10,6 +10,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "metal2vk/review.h"
 
@@ -309,6 +311,51 @@ static int partial(const std::string& root) {
   return failures;
 }
 
+static std::string notesOf(const json& j) {
+  std::string all;
+  if (j.is_object() && j.contains("scope"))
+    for (auto& n : j["scope"]["target"]["notes"]) all += n.get<std::string>() + "\n";
+  return all;
+}
+
+// A target that is not an entry (a helper, a class, a file) parses the units that define it, those on the paths from
+// the entries to it and those defining what it calls, and reports exactly what a full parse reports: the same
+// findings (with the same other entries reaching each spot), non-issues, functions in Scope and matches. A target
+// written `!NAME` is one the text cannot be trusted to find: every unit is parsed and Scope says why.
+static int partialTargets(const std::string& root, const std::vector<std::string>& targets) {
+  size_t fewer = 0;
+  for (std::string t : targets) {
+    bool expectAll = !t.empty() && t[0] == '!';
+    if (expectAll) t = t.substr(1);
+    json p, f;
+    EXPECT_TRUE(review({"--root", root, t, "--json"}, p) == 0, "ran " << t);
+    EXPECT_TRUE(review({"--root", root, t, "--json", "--full-parse"}, f) == 0, "ran full " << t);
+    EXPECT_TRUE(!p["findings"].empty() || !p["non_issues"].empty() || t.find('/') != std::string::npos,
+                "a target with something to compare: " << t);
+    EXPECT_TRUE(p["findings"] == f["findings"], "same findings for " << t);
+    EXPECT_TRUE(p["non_issues"] == f["non_issues"], "same non-issues for " << t);
+    EXPECT_TRUE(p["scope"]["functions"] == f["scope"]["functions"], "same functions in Scope for " << t);
+    EXPECT_TRUE(p["scope"]["target"]["matches"] == f["scope"]["target"]["matches"] &&
+                    p["scope"]["target"]["resolved"] == f["scope"]["target"]["resolved"],
+                "same resolution for " << t);
+    if (!p.is_object() || !f.is_object()) continue;
+    size_t units = p["scope"]["parse_status"].size(), all = f["scope"]["parse_status"].size();
+    std::string notes = notesOf(p);
+    if (expectAll) {
+      EXPECT_TRUE(units == all && notes.find("parsed every unit: ") != std::string::npos,
+                  "full parse, said in Scope, for " << t << ": " << notes);
+    } else {
+      EXPECT_TRUE(notes.find("parsed " + std::to_string(units) + " of " + std::to_string(all)) != std::string::npos,
+                  "the selection was used and Scope says so for " << t << ": " << notes);
+    }
+    fewer += units < all;
+    std::cout << t << ": " << units << " of " << all << " units, " << p["findings"].size() << " findings, "
+              << p["non_issues"].size() << " non-issues\n";
+  }
+  EXPECT_TRUE(fewer > 0, "some target parses fewer units than the whole backend");
+  return failures;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: review_tests recall|file|function|class|symbol|diff|commit|cli FIXTURE_ROOT [CHECK]\n";
@@ -318,6 +365,7 @@ int main(int argc, char** argv) {
   // recall ROOT [CHECK|all] [TARGET [MIN_SEEDED]]: the fixture backend reviewed as a user would (one target)
   std::string only = argc > 3 && std::string(argv[3]) != "all" ? argv[3] : "";
   if (mode == "cache") return cache(root) ? 1 : 0;
+  if (mode == "partial" && argc > 3) return partialTargets(root, {argv + 3, argv + argc}) ? 1 : 0;
   if (mode == "partial") return partial(root) ? 1 : 0;
   int rc = mode == "recall"
                ? recall(root, only, argc > 4 ? argv[4] : "mlx/backend/vulkan", argc > 5 ? std::stoul(argv[5]) : 25)
