@@ -101,7 +101,8 @@ std::string substitute(std::string line, const std::string& dtype) {
   if (dtype.empty()) return line;
   for (auto [key, val] : {std::pair<std::string, std::string>{"$M", metalName(dtype)}, {"$T", dtype}}) {
     size_t p;
-    while ((p = line.find(key)) != std::string::npos) line.replace(p, key.size(), val);
+    // Search on after each replacement: a value that itself contains the key ("dtypes=bf$T") must not expand forever.
+    for (p = line.find(key); p != std::string::npos; p = line.find(key, p + val.size())) line.replace(p, key.size(), val);
   }
   return line;
 }
