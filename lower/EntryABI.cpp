@@ -91,9 +91,10 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
   llvm::Value* tg = b.CreateSelect(relaid, shape, callPseudo(b, pseudo::kWorkgroupSize, v3));
   llvm::Value* pos = callPseudo(b, std::string(pseudo::kBuiltinPrefix) + "local_invocation_id", v3);
   {
+    // 1s when not relaid out, so the unused divisions below never divide by zero
     llvm::Value* sx = b.CreateSelect(relaid, comp(shape, 0), b.getInt32(1));
-    llvm::Value* sxy = b.CreateMul(sx, b.CreateSelect(relaid, comp(shape, 1), b.getInt32(1)));
     llvm::Value* sy = b.CreateSelect(relaid, comp(shape, 1), b.getInt32(1));
+    llvm::Value* sxy = b.CreateMul(sx, sy);
     llvm::Value* linear = llvm::UndefValue::get(v3);
     linear = b.CreateInsertElement(linear, b.CreateURem(L, sx), uint64_t(0));
     linear = b.CreateInsertElement(linear, b.CreateURem(b.CreateUDiv(L, sx), sy), uint64_t(1));
