@@ -14,7 +14,7 @@
 #include "metal2vk/compiler.h"
 #include "metal2vk/mlx.h"
 #include "metal2vk/runtime.h"
-#include "numpy_interop.h"
+#include "dims.h"
 
 namespace py = pybind11;
 
@@ -42,21 +42,11 @@ py::buffer_info contiguousBytes(const py::handle& obj, py::object& keep) {
 
 size_t byteSize(const py::buffer_info& info) { return size_t(info.size) * size_t(info.itemsize); }
 
+// A bare integer is a one-dimensional size; otherwise as metal_kernel's grids (dims.h).
 Size3 toSize3(const py::handle& obj, const char* what) {
-  Size3 s;
-  uint32_t* dims[3] = {&s.x, &s.y, &s.z};
-  if (py::isinstance<py::int_>(obj)) {
-    s.x = obj.cast<uint32_t>();
-    return s;
-  }
-  py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
-  if (seq.size() < 1 || seq.size() > 3) throw py::value_error(std::string("`") + what + "` must have 1 to 3 entries");
-  for (size_t i = 0; i < seq.size(); ++i) {
-    long long v = seq[i].cast<long long>();
-    if (v < 0 || v > UINT32_MAX) throw py::value_error(std::string("`") + what + "` entries must be in [0, 2^32)");
-    *dims[i] = uint32_t(v);
-  }
-  return s;
+  if (py::isinstance<py::int_>(obj)) return {obj.cast<uint32_t>(), 1, 1};
+  const std::array<uint32_t, 3> d = dims3(obj, what);
+  return {d[0], d[1], d[2]};
 }
 
 py::object reflectionDict(const KernelReflection& r) {

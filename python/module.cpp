@@ -9,6 +9,7 @@
 #include "metal2vk/compiler.h"
 #include "metal2vk/mlx.h"
 #include "metal2vk/runtime.h"
+#include "dims.h"
 #include "library.h"
 #include "numpy_interop.h"
 
@@ -148,20 +149,6 @@ Array toArray(const py::handle& obj, std::vector<py::object>& keep) {
   return a;
 }
 
-std::array<uint32_t, 3> toDims(const py::handle& obj, const char* what) {
-  std::array<uint32_t, 3> d{1, 1, 1};
-  py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
-  if (seq.size() < 1 || seq.size() > 3)
-    throw py::value_error(std::string("[metal_kernel] `") + what + "` must have 1 to 3 entries");
-  for (size_t i = 0; i < seq.size(); ++i) {
-    long long v = seq[i].cast<long long>();
-    if (v < 0 || v > UINT32_MAX)
-      throw py::value_error(std::string("[metal_kernel] `") + what + "` entries must be in [0, 2^32)");
-    d[i] = uint32_t(v);
-  }
-  return d;
-}
-
 // A list in name order, or a dict keyed by the names (MLX's older API).
 std::vector<py::object> byNames(const py::handle& obj, const std::vector<std::string>& names, const char* what) {
   std::vector<py::object> out;
@@ -242,8 +229,8 @@ struct PyKernel {
     }
     for (auto& d : byNames(outputDtypes, s.outputNames, "output_dtypes"))
       c.outputDtypes.push_back(requireDtype(d, "an output"));
-    c.grid = toDims(grid, "grid");
-    c.threadgroup = toDims(threadgroup, "threadgroup");
+    c.grid = m2v::python::dims3(grid, "grid", "[metal_kernel] ");
+    c.threadgroup = m2v::python::dims3(threadgroup, "threadgroup", "[metal_kernel] ");
     c.templateArgs = toTemplate(tmpl);
     if (!initValue.is_none()) c.initValue = initValue.cast<float>();
     return c;
