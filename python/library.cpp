@@ -11,10 +11,10 @@
 #include <map>
 #include <sstream>
 
+#include "dims.h"
 #include "metal2vk/compiler.h"
 #include "metal2vk/mlx.h"
 #include "metal2vk/runtime.h"
-#include "dims.h"
 
 namespace py = pybind11;
 
@@ -49,9 +49,7 @@ Size3 toSize3(const py::handle& obj, const char* what) {
   return {d[0], d[1], d[2]};
 }
 
-py::object reflectionDict(const KernelReflection& r) {
-  return py::module_::import("json").attr("loads")(toJson(r));
-}
+py::object reflectionDict(const KernelReflection& r) { return py::module_::import("json").attr("loads")(toJson(r)); }
 
 std::vector<uint32_t> spirvWords(const py::handle& spirv) {
   std::string bytes;
@@ -106,7 +104,7 @@ struct PyStream {
 
 void bindLibrary(py::module_& m) {
   py::class_<PyLibKernel, std::shared_ptr<PyLibKernel>>(m, "Kernel",
-                                                         "A compiled kernel entry point: SPIR-V plus reflection.")
+                                                        "A compiled kernel entry point: SPIR-V plus reflection.")
       .def_property_readonly("name", [](const PyLibKernel& k) { return k.reflection.entry; })
       .def_property_readonly("reflection", [](const PyLibKernel& k) { return reflectionDict(k.reflection); })
       .def_property_readonly("spirv",
@@ -130,9 +128,8 @@ void bindLibrary(py::module_& m) {
 
   m.def(
       "compile_library",
-      [](const std::string& path, const std::vector<std::string>& entries,
-         const std::vector<std::string>& include_dirs, const std::map<std::string, std::string>& defines,
-         bool fast_math, unsigned jobs, bool partial) {
+      [](const std::string& path, const std::vector<std::string>& entries, const std::vector<std::string>& include_dirs,
+         const std::map<std::string, std::string>& defines, bool fast_math, unsigned jobs, bool partial) {
         CompileOptions options;
         options.entries = entries;
         options.includeDirs = include_dirs;
@@ -147,8 +144,7 @@ void bindLibrary(py::module_& m) {
         auto lib = std::make_unique<PyLibrary>();
         lib->diagnostics = result.diagnostics.format();
         lib->status = int(result.status);
-        if (result.status != Status::Ok && !partial)
-          throw mlx::CompileError(result.status, lib->diagnostics, path);
+        if (result.status != Status::Ok && !partial) throw mlx::CompileError(result.status, lib->diagnostics, path);
         for (auto& k : result.kernels) {
           auto pk = std::make_shared<PyLibKernel>();
           pk->reflection = std::move(k.reflection);
