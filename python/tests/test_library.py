@@ -101,10 +101,13 @@ def test_offsets_threadgroup_memory_and_many_dispatches(lib):
         s.set_buffer(bx, 0, offset=k * 512 * 4)
         s.set_buffer(by, 1, offset=k * 512 * 4)
         s.dispatch_threadgroups((4, 1, 1), (128, 1, 1))
+    recorded = s.stats()  # recording never waits; batches of 4 are submitted as they fill
+    assert recorded["dispatches"] == 8 and recorded["host_waits"] == 0 and recorded["submissions"] >= 1
     got = s.read(by, np.int32, (4096,))
     assert np.array_equal(got, x.reshape(-1, 128)[:, ::-1].reshape(-1))
+    # read() waits at most once, and not at all when the GPU has already finished (the runtime counts real waits)
     st = s.stats()
-    assert st["dispatches"] == 8 and st["host_waits"] == 1 and st["submissions"] >= 2
+    assert st["host_waits"] <= 1 and st["submissions"] >= 2
 
 
 def test_only_requested_entries(project):
