@@ -407,6 +407,9 @@ def measure_all(its, runner, rng, rows, args):
             err = float(np.max(np.abs(got - want) / np.maximum(1, np.abs(want))))
             row.update(ours_us=ours_us, torch_us=torch_us, ratio=ours_us / torch_us, dispatches=dispatches,
                        max_diff_vs_torch=err, outputs_agree=err <= it.tol)
+            paths = {ctx.kernel(k).simdgroup_matrix_path for _, k in it.kernels} - {""}
+            if paths:
+                row["simdgroup_matrix"] = ",".join(sorted(paths))
             if it.nbytes:
                 row["gbs"] = it.nbytes / ours_us / 1e3
                 row["torch_gbs"] = it.nbytes / torch_us / 1e3

@@ -66,6 +66,7 @@ std::string toJson(const KernelReflection& r, int indent) {
   j["threadgroup_shape_spec_ids"] = {kThreadgroupShapeSpecBase, kThreadgroupShapeSpecBase + 1,
                                      kThreadgroupShapeSpecBase + 2};
   j["required_subgroup_size"] = r.requiredSubgroupSize;
+  if (r.cooperativeMatrixMultiplies) j["cooperative_matrix_multiplies"] = r.cooperativeMatrixMultiplies;
   j["capabilities"] = r.capabilities;
   j["extensions"] = r.extensions;
   return j.dump(indent);
@@ -130,6 +131,7 @@ std::optional<KernelReflection> reflectionFromJson(const std::string& text, std:
     for (const json& d : tg.value("dynamic", json::array()))
       r.dynamicThreadgroupMemory.push_back({u32(d.at("index"), "index"), u32(d.at("spec_id"), "spec_id")});
     r.requiredSubgroupSize = u32(j, "required_subgroup_size", 0);
+    r.cooperativeMatrixMultiplies = u32(j, "cooperative_matrix_multiplies", 0);
     r.capabilities = j.value("capabilities", std::vector<std::string>{});
     r.extensions = j.value("extensions", std::vector<std::string>{});
     return r;

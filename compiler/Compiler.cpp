@@ -9,6 +9,7 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/thread.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 
 #include <algorithm>
 #include <atomic>
@@ -33,33 +34,61 @@ struct EntryResult {
   Diagnostics diags;
 };
 
+// One module of an entry: lowered along `path`, emitted and (optionally) validated. Diagnostics go to `diags`.
+std::optional<CompiledModule> buildModule(llvm::Module& m, const frontend::EntryFacts& entry,
+                                          const std::vector<frontend::FunctionConstantFacts>& fcs,
+                                          const frontend::SourceMap& sources, const CompileOptions& options,
+                                          lower::MatrixPath path, Diagnostics& diags, std::string* loweredIR) {
+  CompiledModule out;
+  out.reflection.entry = entry.entryName;
+  out.reflection.source = entry.file;
+  out.reflection.line = entry.line;
+  for (const frontend::ParamFacts& p : entry.params) out.reflection.params.push_back(p.param);
+  if (!lower::lowerEntry(m, entry, fcs, out.reflection, diags, path)) return std::nullopt;
+  if (loweredIR && (options.keepLoweredIR || std::getenv("M2V_DUMP_LOWERED_IR"))) {
+    llvm::raw_string_ostream os(*loweredIR);
+    m.print(os, nullptr);
+    if (std::getenv("M2V_DUMP_LOWERED_IR")) llvm::errs() << *loweredIR;  // a debugging aid for compiler work
+  }
+  out.spirv = spirv::emitModule(m, out.reflection, sources, diags);
+  // SPIRV-Tools here predates SPV_KHR_cooperative_matrix: such modules are checked by the driver that runs them
+  // (docs/SIMDGROUP_MATRIX.md).
+  if (!out.spirv.empty() && options.validate && path == lower::MatrixPath::Shuffle) {
+    std::string problem = spirv::validateModule(out.spirv);
+    if (!problem.empty()) {
+      diags.internal("the SPIR-V generated for '" + entry.entryName + "' failed validation:\n" + problem);
+      out.spirv.clear();
+    }
+  }
+  if (out.spirv.empty() || diags.hasErrors()) return std::nullopt;
+  return out;
+}
+
 EntryResult compileEntry(const llvm::Module& module, const frontend::EntryFacts& entry,
                          const std::vector<frontend::FunctionConstantFacts>& fcs, const frontend::SourceMap& sources,
                          const CompileOptions& options) {
   EntryResult result;
-  KernelReflection reflection;
-  reflection.entry = entry.entryName;
-  reflection.source = entry.file;
-  reflection.line = entry.line;
-  for (const frontend::ParamFacts& p : entry.params) reflection.params.push_back(p.param);
-
   Diagnostics entryDiags;
   std::unique_ptr<llvm::Module> m = lower::extractEntry(module, entry.mangledName);
-  bool ok = m && lower::lowerEntry(*m, entry, fcs, reflection, entryDiags);
   if (!m) entryDiags.internal("the front end emitted no function for kernel '" + entry.entryName + "'");
-  std::vector<uint32_t> words;
+  std::unique_ptr<llvm::Module> cooperativeCopy;
+  if (m && options.cooperativeMatrix && lower::multipliesSimdgroupMatrices(*m)) cooperativeCopy = llvm::CloneModule(*m);
   std::string loweredIR;
-  if (ok && (options.keepLoweredIR || std::getenv("M2V_DUMP_LOWERED_IR"))) {
-    llvm::raw_string_ostream os(loweredIR);
-    m->print(os, nullptr);
-  }
-  if (ok && std::getenv("M2V_DUMP_LOWERED_IR")) llvm::errs() << loweredIR;  // a debugging aid for compiler work
-  if (ok) words = spirv::emitModule(*m, reflection, sources, entryDiags);
-  if (!words.empty() && options.validate) {
-    std::string problem = spirv::validateModule(words);
-    if (!problem.empty()) {
-      entryDiags.internal("the SPIR-V generated for '" + entry.entryName + "' failed validation:\n" + problem);
-      words.clear();
+  std::optional<CompiledModule> main;
+  if (m) main = buildModule(*m, entry, fcs, sources, options, lower::MatrixPath::Shuffle, entryDiags, &loweredIR);
+  if (main && cooperativeCopy) {
+    // A failure here is a compiler bug in the variant; the kernel still runs on the shuffle path.
+    Diagnostics variantDiags;
+    std::string variantIR;  // printed with M2V_DUMP_LOWERED_IR only
+    auto variant = buildModule(*cooperativeCopy, entry, fcs, sources, options, lower::MatrixPath::Cooperative,
+                               variantDiags, &variantIR);
+    if (variant && variant->reflection.cooperativeMatrixMultiplies > 0)
+      main->cooperative = std::make_shared<const CompiledModule>(std::move(*variant));
+    for (const Diagnostic& d : variantDiags.all()) {
+      Diagnostic note = d;
+      note.severity = Severity::Warning;
+      note.message = "cooperative-matrix build: " + note.message;
+      entryDiags.report(note);
     }
   }
   for (const Diagnostic& d : entryDiags.all()) {
@@ -68,8 +97,9 @@ EntryResult compileEntry(const llvm::Module& module, const frontend::EntryFacts&
       copy.message = "in kernel '" + entry.entryName + "': " + copy.message;
     result.diags.report(copy);
   }
-  if (!words.empty() && !entryDiags.hasErrors())
-    result.kernel = CompiledKernel{std::move(reflection), std::move(words), std::move(loweredIR)};
+  if (main && !entryDiags.hasErrors())
+    result.kernel = CompiledKernel{std::move(main->reflection), std::move(main->spirv), std::move(loweredIR),
+                                   std::move(main->cooperative)};
   return result;
 }
 

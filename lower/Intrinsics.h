@@ -36,6 +36,13 @@ inline constexpr const char* kThreadgroupShape = "m2v.threadgroup_shape";  // <3
 inline constexpr const char* kSpecPrefix = "m2v.spec.";                                 // T (i32 spec id), one per type
 inline constexpr const char* kBuiltinPrefix = "m2v.builtin.";  // workgroup_id, local_invocation_id, ...
 inline constexpr const char* kNever = "m2v.never";                                       // i1 (): false
+// simdgroup_matrix fragments between Apple's lane layout and the device's matrix layout (type suffix .v2f16/.v2f32;
+// lower/CooperativeMatrix.cpp), and the 16x8x8 multiply:
+// <4 x float> (<2 x half> a top, a bottom, b, <2 x float> c top, c bottom)
+inline constexpr const char* kSgmToNvAC = "m2v.sgm.to_nv_ac";
+inline constexpr const char* kSgmToNvB = "m2v.sgm.to_nv_b";
+inline constexpr const char* kSgmToApple = "m2v.sgm.to_apple";
+inline constexpr const char* kCoopMatMulAddF16 = "m2v.coopmat.muladd.16x8x8.f16";
 inline constexpr const char* kDynamicThreadgroupMD = "m2v.dynamic_threadgroup";  // !{i32 index} on AS3 globals
 }  // namespace pseudo
 

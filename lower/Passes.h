@@ -70,10 +70,31 @@ struct UniqueMergeBlocksPass : llvm::PassInfoMixin<UniqueMergeBlocksPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
 };
 
+// Decides, per simdgroup_multiply_accumulate, between the cooperative-matrix path and the subgroup-shuffle path:
+// cooperative where `cooperative` is set and both operands hold half values (lower/CooperativeMatrix.cpp).
+struct ResolveMatrixPathPass : llvm::PassInfoMixin<ResolveMatrixPathPass> {
+  ResolveMatrixPathPass(bool c, unsigned& n) : cooperative(c), cooperativeMultiplies(&n) {}
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+  bool cooperative;
+  unsigned* cooperativeMultiplies;
+};
+
+// Expands the cooperative multiplies into layout conversions and 16x8x8 cooperative-matrix operations, cancels the
+// conversions between multiplies and pairs multiplies that share an operand.
+struct CooperativeMatrixPass : llvm::PassInfoMixin<CooperativeMatrixPass> {
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+};
+
+// Which simdgroup_matrix path lowerEntry builds.
+enum class MatrixPath { Shuffle, Cooperative };
+
 // Runs everything above plus LLVM's optimizer and structurizer for one entry. Returns false after reporting to
 // `diags`.
 bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
                 const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& reflection,
-                Diagnostics& diags);
+                Diagnostics& diags, MatrixPath path = MatrixPath::Shuffle);
+
+// True when the entry's module multiplies simdgroup matrices (a cooperative-matrix build may differ).
+bool multipliesSimdgroupMatrices(const llvm::Module& m);
 
 }  // namespace m2v::lower

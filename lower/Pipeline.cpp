@@ -90,7 +90,8 @@ struct ReplaceUnreachablePass : llvm::PassInfoMixin<ReplaceUnreachablePass> {
 
 bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
                 const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& reflection,
-                Diagnostics& diags) {
+                Diagnostics& diags, MatrixPath path) {
+  unsigned cooperativeMultiplies = 0;
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -112,6 +113,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     mpm.addPass(FunctionConstantsPass(fcs, reflection));
     mpm.addPass(EntryABIPass(entry, reflection, diags));
     mpm.addPass(IntrinsicAttributesPass());
+    // The shuffle path is chosen before optimization, so its code is optimized exactly as written.
+    if (path == MatrixPath::Shuffle) mpm.addPass(ResolveMatrixPathPass(false, cooperativeMultiplies));
     mpm.run(m, mam);
   }
   if (diags.hasErrors()) return false;
@@ -121,6 +124,23 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
   static const bool noLoopIdioms = (llvm::DisableLIRP::All = true);  // process-wide; set once (compiles run in threads)
   (void)noLoopIdioms;
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
+
+  // The cooperative path is chosen after optimization, which shows where operands come from (half loads).
+  if (path == MatrixPath::Cooperative) {
+    llvm::ModulePassManager mpm;
+    mpm.addPass(ResolveMatrixPathPass(true, cooperativeMultiplies));
+    llvm::FunctionPassManager cleanup;
+    cleanup.addPass(llvm::InstCombinePass());
+    cleanup.addPass(llvm::SimplifyCFGPass());
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cleanup)));
+    mpm.addPass(CooperativeMatrixPass());
+    llvm::FunctionPassManager cse;
+    cse.addPass(llvm::EarlyCSEPass());
+    cse.addPass(llvm::InstCombinePass());
+    cse.addPass(llvm::ADCEPass());
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cse)));
+    mpm.run(m, mam);
+  }
 
   {
     llvm::FunctionPassManager fpm;
@@ -153,6 +173,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     mpm.run(m, mam);
   }
   markUnusedArguments(m, reflection);
+  reflection.cooperativeMatrixMultiplies = cooperativeMultiplies;
   // The emitter works on instructions: constant expressions over globals (`gep (@table, 4)`) become instructions.
   std::vector<llvm::Constant*> globals;
   for (llvm::GlobalVariable& g : m.globals()) globals.push_back(&g);
@@ -165,6 +186,12 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     return false;
   }
   return true;
+}
+
+bool multipliesSimdgroupMatrices(const llvm::Module& m) {
+  for (const llvm::Function& f : m)
+    if (!f.use_empty() && stdlibIntrinsicName(f) == "simd_mma_cooperative") return true;
+  return false;
 }
 
 }  // namespace m2v::lower

@@ -249,7 +249,7 @@ std::vector<Array> MetalKernel::operator()(const Call& call) const {
                 << std::endl;
     }
     fresh->module = inst ? inst->module : compileCached(fresh->assembly);
-    fresh->kernel = dev.createKernel(fresh->module->spirv, fresh->module->reflection);
+    fresh->kernel = createKernelFor(dev, *fresh->module);
     fresh->generation = rt.generation;
     std::lock_guard<std::mutex> ilock(instances_->mutex);
     instances_->byName[name] = fresh;

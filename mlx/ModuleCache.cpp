@@ -36,13 +36,17 @@ const std::string kVirtualDir = "/metal_kernel/";
 
 // Entry layout: magic, u64 JSON size, reflection JSON, u64 word count, SPIR-V words, SHA-256 (hex) of the JSON and
 // the words. The checksum catches what the write-to-temp + rename cannot: a file damaged after it was written.
-constexpr char kMagic[8] = {'M', '2', 'V', 'M', 'O', 'D', '0', '2'};
+// An entry: magic, module count (1, or 2 with the cooperative-matrix build), per module the reflection JSON and
+// the SPIR-V words (each with its length), then a checksum of all of them.
+constexpr char kMagic[8] = {'M', '2', 'V', 'M', 'O', 'D', '0', '3'};
 constexpr size_t kChecksumChars = 64;
 
-std::string payloadChecksum(const std::string& json, const std::vector<uint32_t>& words) {
+std::string payloadChecksum(const std::vector<std::pair<std::string, const std::vector<uint32_t>*>>& parts) {
   Sha256 sha;
-  sha.field(json);
-  sha.field(std::string_view(reinterpret_cast<const char*>(words.data()), words.size() * 4));
+  for (const auto& [json, words] : parts) {
+    sha.field(json);
+    sha.field(std::string_view(reinterpret_cast<const char*>(words->data()), words->size() * 4));
+  }
   return sha.hex();
 }
 
@@ -104,24 +108,30 @@ std::optional<CompiledModule> readEntry(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   char magic[8];
-  uint64_t jsonBytes = 0, words = 0;
+  uint64_t count = 0;
   if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0) return std::nullopt;
-  if (!in.read(reinterpret_cast<char*>(&jsonBytes), 8) || jsonBytes > (64u << 20)) return std::nullopt;
-  std::string json(jsonBytes, '\0');
-  if (!in.read(json.data(), std::streamsize(jsonBytes))) return std::nullopt;
-  if (!in.read(reinterpret_cast<char*>(&words), 8) || words > (256u << 20)) return std::nullopt;
-  CompiledModule m;
-  m.spirv.resize(words);
-  if (!in.read(reinterpret_cast<char*>(m.spirv.data()), std::streamsize(words * 4))) return std::nullopt;
+  if (!in.read(reinterpret_cast<char*>(&count), 8) || count < 1 || count > 2) return std::nullopt;
+  std::vector<CompiledModule> modules(count);
+  std::vector<std::pair<std::string, const std::vector<uint32_t>*>> parts;
+  for (CompiledModule& m : modules) {
+    uint64_t jsonBytes = 0, words = 0;
+    if (!in.read(reinterpret_cast<char*>(&jsonBytes), 8) || jsonBytes > (64u << 20)) return std::nullopt;
+    std::string json(jsonBytes, '\0');
+    if (!in.read(json.data(), std::streamsize(jsonBytes))) return std::nullopt;
+    if (!in.read(reinterpret_cast<char*>(&words), 8) || words > (256u << 20)) return std::nullopt;
+    m.spirv.resize(words);
+    if (!in.read(reinterpret_cast<char*>(m.spirv.data()), std::streamsize(words * 4))) return std::nullopt;
+    auto r = reflectionFromJson(json);
+    if (!r || m.spirv.empty() || m.spirv[0] != 0x07230203u) return std::nullopt;
+    m.reflection = std::move(*r);
+    parts.emplace_back(std::move(json), &m.spirv);
+  }
   std::string checksum(kChecksumChars, '\0');
   if (!in.read(checksum.data(), std::streamsize(kChecksumChars))) return std::nullopt;
   if (in.peek() != std::char_traits<char>::eof()) return std::nullopt;
-  if (checksum != payloadChecksum(json, m.spirv)) return std::nullopt;
-  auto r = reflectionFromJson(json);
-  if (!r) return std::nullopt;
-  m.reflection = std::move(*r);
-  if (m.spirv.empty() || m.spirv[0] != 0x07230203u) return std::nullopt;
-  return m;
+  if (checksum != payloadChecksum(parts)) return std::nullopt;
+  if (count == 2) modules[0].cooperative = std::make_shared<const CompiledModule>(std::move(modules[1]));
+  return std::move(modules[0]);
 }
 
 bool writeEntry(const fs::path& path, const CompiledModule& m) {
@@ -133,14 +143,22 @@ bool writeEntry(const fs::path& path, const CompiledModule& m) {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return false;
-    std::string json = toJson(m.reflection);
-    uint64_t jsonBytes = json.size(), words = m.spirv.size();
+    std::vector<const CompiledModule*> modules{&m};
+    if (m.cooperative) modules.push_back(m.cooperative.get());
+    uint64_t count = modules.size();
     out.write(kMagic, 8);
-    out.write(reinterpret_cast<const char*>(&jsonBytes), 8);
-    out.write(json.data(), std::streamsize(json.size()));
-    out.write(reinterpret_cast<const char*>(&words), 8);
-    out.write(reinterpret_cast<const char*>(m.spirv.data()), std::streamsize(words * 4));
-    out.write(payloadChecksum(json, m.spirv).data(), std::streamsize(kChecksumChars));
+    out.write(reinterpret_cast<const char*>(&count), 8);
+    std::vector<std::pair<std::string, const std::vector<uint32_t>*>> parts;
+    for (const CompiledModule* module : modules) {
+      std::string json = toJson(module->reflection);
+      uint64_t jsonBytes = json.size(), words = module->spirv.size();
+      out.write(reinterpret_cast<const char*>(&jsonBytes), 8);
+      out.write(json.data(), std::streamsize(json.size()));
+      out.write(reinterpret_cast<const char*>(&words), 8);
+      out.write(reinterpret_cast<const char*>(module->spirv.data()), std::streamsize(words * 4));
+      parts.emplace_back(std::move(json), &module->spirv);
+    }
+    out.write(payloadChecksum(parts).data(), std::streamsize(kChecksumChars));
     out.flush();
     if (!out) {
       out.close();
@@ -171,7 +189,7 @@ std::string moduleCacheDirectory() {
 
 std::string cacheKey(const Assembly& assembly) {
   Sha256 sha;
-  sha.field("m2v-mlx-module-1");
+  sha.field("m2v-mlx-module-2");
   sha.field(compilerVersion());
   sha.field(headersHash());
   sha.field(compilerBinaryIdentity());
@@ -215,6 +233,7 @@ std::shared_ptr<const CompiledModule> compileCached(const Assembly& assembly) {
     auto m = std::make_shared<CompiledModule>();
     m->reflection = found->reflection;
     m->spirv = found->spirv;
+    m->cooperative = found->cooperative;
     module = m;
     bool wrote = !dir.empty() && writeEntry(file, *module);
     std::lock_guard<std::mutex> lock(st.mutex);

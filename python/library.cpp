@@ -70,13 +70,19 @@ std::vector<uint32_t> spirvWords(const py::handle& spirv) {
 
 // A compiled kernel: the runtime Kernel (created on the process's device when first dispatched) plus its module.
 struct PyLibKernel {
-  KernelReflection reflection;
-  std::vector<uint32_t> spirv;
+  CompiledModule module;
   Kernel kernel;
 
+  const KernelReflection& reflection() const { return module.reflection; }
   const Kernel& onDevice() {
-    if (!kernel) kernel = mlx::currentDevice().createKernel(spirv, reflection);
+    if (!kernel) kernel = mlx::createKernelFor(mlx::currentDevice(), module);
     return kernel;
+  }
+  // "cooperative_matrix" or "shuffle" for a kernel with a cooperative-matrix build (on this process's device),
+  // "" for one without.
+  std::string simdgroupMatrixPath() {
+    if (!module.cooperative) return "";
+    return onDevice().reflection().cooperativeMatrixMultiplies ? "cooperative_matrix" : "shuffle";
   }
 };
 
@@ -105,13 +111,25 @@ struct PyStream {
 void bindLibrary(py::module_& m) {
   py::class_<PyLibKernel, std::shared_ptr<PyLibKernel>>(m, "Kernel",
                                                         "A compiled kernel entry point: SPIR-V plus reflection.")
-      .def_property_readonly("name", [](const PyLibKernel& k) { return k.reflection.entry; })
-      .def_property_readonly("reflection", [](const PyLibKernel& k) { return reflectionDict(k.reflection); })
+      .def_property_readonly("name", [](const PyLibKernel& k) { return k.reflection().entry; })
+      .def_property_readonly("reflection", [](const PyLibKernel& k) { return reflectionDict(k.reflection()); })
       .def_property_readonly("spirv",
                              [](const PyLibKernel& k) {
-                               return py::bytes(reinterpret_cast<const char*>(k.spirv.data()), k.spirv.size() * 4);
+                               const auto& w = k.module.spirv;
+                               return py::bytes(reinterpret_cast<const char*>(w.data()), w.size() * 4);
                              })
-      .def("__repr__", [](const PyLibKernel& k) { return "<metal2vk.Kernel " + k.reflection.entry + ">"; });
+      .def_property_readonly(
+          "cooperative_reflection",
+          [](const PyLibKernel& k) -> py::object {
+            if (!k.module.cooperative) return py::none();
+            return reflectionDict(k.module.cooperative->reflection);
+          },
+          "Reflection of the build whose simdgroup_matrix multiplies run on cooperative matrices (None: no such "
+          "build).")
+      .def_property_readonly("simdgroup_matrix_path", &PyLibKernel::simdgroupMatrixPath,
+                             "'cooperative_matrix' or 'shuffle': how this kernel multiplies simdgroup matrices on "
+                             "the process's device ('' when it has no cooperative-matrix build). Loads the kernel.")
+      .def("__repr__", [](const PyLibKernel& k) { return "<metal2vk.Kernel " + k.reflection().entry + ">"; });
 
   py::class_<PyLibrary>(m, "Library", "The kernels compiled from one .metal file, by entry name.")
       .def("__getitem__", &PyLibrary::get)
@@ -147,9 +165,8 @@ void bindLibrary(py::module_& m) {
         if (result.status != Status::Ok && !partial) throw mlx::CompileError(result.status, lib->diagnostics, path);
         for (auto& k : result.kernels) {
           auto pk = std::make_shared<PyLibKernel>();
-          pk->reflection = std::move(k.reflection);
-          pk->spirv = std::move(k.spirv);
-          lib->kernels[pk->reflection.entry] = pk;
+          pk->module = CompiledModule{std::move(k.reflection), std::move(k.spirv), std::move(k.cooperative)};
+          lib->kernels[pk->reflection().entry] = pk;
         }
         return lib;
       },
@@ -166,8 +183,8 @@ void bindLibrary(py::module_& m) {
         auto r = reflectionFromJson(reflection_json, &error);
         if (!r) throw py::value_error("bad reflection JSON: " + error);
         auto k = std::make_shared<PyLibKernel>();
-        k->reflection = std::move(*r);
-        k->spirv = spirvWords(spirv);
+        k->module.reflection = std::move(*r);
+        k->module.spirv = spirvWords(spirv);
         return k;
       },
       py::arg("spirv"), py::arg("reflection_json"),

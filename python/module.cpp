@@ -363,6 +363,10 @@ PYBIND11_MODULE(_core, m) {
     d["type"] = i.type;
     d["driver"] = i.driver;
     d["subgroup_size"] = i.subgroupSize;
+    d["min_subgroup_size"] = i.minSubgroupSize;
+    d["max_subgroup_size"] = i.maxSubgroupSize;
+    d["required_subgroup_size"] = i.requiredSubgroupSizeInCompute;  // a kernel can ask for 32-wide simdgroups
+    d["cooperative_matrix_shapes"] = i.cooperativeMatrixShapes;
     d["max_threads_per_threadgroup"] = i.maxWorkgroupInvocations;
     d["description"] = i.describe();
     return d;
@@ -386,6 +390,10 @@ PYBIND11_MODULE(_core, m) {
     return d;
   });
   m.def("cache_dir", []() { return moduleCacheDirectory(); });
+  m.def(
+      "cooperative_matrix_unavailable_reason", []() { return cooperativeMatrixUnavailableReason(currentDevice()); },
+      "Why the process's device does not run cooperative-matrix builds of simdgroup_matrix multiplies ('' when it "
+      "does: the device offers the shape and its lane layout passed the probe kernel).");
   m.def("clear_memory_cache", []() { clearMemoryCache(); });
   m.def("compiler_version", []() { return std::string(m2v::compilerVersion()); });
   m.attr("bfloat16") = bfloat16Dtype();

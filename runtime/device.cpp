@@ -25,7 +25,17 @@ struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
   VkBool32 cooperativeMatrix;
   VkBool32 cooperativeMatrixRobustBufferAccess;
 };
-#else
+#endif
+// VkCooperativeMatrixPropertiesKHR, with the component types as plain integers (VK_COMPONENT_TYPE_*).
+struct CooperativeMatrixPropertiesKhr {
+  VkStructureType sType;
+  void* pNext;
+  uint32_t M, N, K;
+  int32_t A, B, C, Result;
+  VkBool32 saturatingAccumulation;
+  int32_t scope;
+};
+#ifdef VK_KHR_cooperative_matrix
 static constexpr VkStructureType kStructureTypeCooperativeMatrixFeaturesKhr =
     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR;
 #endif
@@ -395,6 +405,36 @@ VkPipelineLayout DeviceState::layoutForPushSize(uint32_t pushSize) {
   return layout;
 }
 
+// The subgroup-scope shapes of VK_KHR_cooperative_matrix, as "MxNxK A*B+C" ("16x8x8 f16*f16+f32").
+static std::vector<std::string> cooperativeMatrixShapes(VkInstance instance, VkPhysicalDevice pd) {
+  using Query = VkResult (*)(VkPhysicalDevice, uint32_t*, CooperativeMatrixPropertiesKhr*);
+  auto query = reinterpret_cast<Query>(vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  std::vector<std::string> shapes;
+  uint32_t count = 0;
+  if (!query || query(pd, &count, nullptr) != VK_SUCCESS) return shapes;
+  std::vector<CooperativeMatrixPropertiesKhr> props(count);
+  for (auto& p : props) p = {VkStructureType(1000506001), nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  if (query(pd, &count, props.data()) != VK_SUCCESS) return shapes;
+  auto type = [](int32_t t) -> std::string {
+    switch (t) {
+      case 0: return "f16";
+      case 1: return "f32";
+      case 3: return "i8";
+      case 5: return "i32";
+      case 7: return "u8";
+      case 9: return "u32";
+      case 1000141000: return "bf16";
+      default: return "type" + std::to_string(t);
+    }
+  };
+  constexpr int32_t kScopeSubgroup = 3;
+  for (const auto& p : props)
+    if (p.scope == kScopeSubgroup)
+      shapes.push_back(std::to_string(p.M) + "x" + std::to_string(p.N) + "x" + std::to_string(p.K) + " " + type(p.A) +
+                       "*" + type(p.B) + "+" + type(p.C));
+  return shapes;
+}
+
 // Enables what the ABI's modules may use. Required: Vulkan 1.3 core features the runtime itself depends on.
 static void createLogicalDevice(DeviceState& state) {
   VkPhysicalDevice pd = state.physicalDevice;
@@ -500,6 +540,7 @@ static void createLogicalDevice(DeviceState& state) {
   info.atomicFloat = has(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
   info.atomicFloat2 = has(VK_EXT_SHADER_ATOMIC_FLOAT_2_EXTENSION_NAME);
   info.cooperativeMatrix = has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && coopMatrix.cooperativeMatrix;
+  if (info.cooperativeMatrix) info.cooperativeMatrixShapes = cooperativeMatrixShapes(state.instance.get(), pd);
   info.requiredSubgroupSizeInCompute = info.requiredSubgroupSizeInCompute && v13.subgroupSizeControl;
 
   float priority = 1.0f;

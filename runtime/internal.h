@@ -107,6 +107,8 @@ struct KernelObject {
   // Specialization data is fitted to it, so a module that declares e.g. a bool function constant as an 8-bit
   // integer still gets entries of the size Vulkan requires; ids the module does not declare are not passed.
   std::unordered_map<uint32_t, uint32_t> specConstantBytes;
+  // Set on a cooperative-matrix build: the portable build, which dispatches with partial threadgroups run.
+  std::shared_ptr<KernelObject> portable;
 
   // Pipeline for one specialisation; created on first use and cached device-wide. Throws UsageError when the
   // threadgroup does not fit the pipeline (size limits, threadgroup memory, subgroups per workgroup).

@@ -176,6 +176,22 @@ Kernel Device::createKernel(std::span<const uint32_t> spirv, const KernelReflect
   return createKernelUnchecked(spirv, reflection);
 }
 
+Kernel Device::createCooperativeKernel(std::span<const uint32_t> spirv, const KernelReflection& reflection,
+                                      const Kernel& portable) {
+  const DeviceInfo& info = state_->info;
+  const std::string shape = "16x8x8 f16*f16+f32";
+  if (!info.cooperativeMatrix ||
+      std::find(info.cooperativeMatrixShapes.begin(), info.cooperativeMatrixShapes.end(), shape) ==
+          info.cooperativeMatrixShapes.end())
+    throw UnsupportedError("kernel '" + reflection.entry + "': its cooperative-matrix build needs the " + shape +
+                           " cooperative matrix shape, which " + info.name + " does not offer");
+  if (!portable || portable.object()->device != state_)
+    throw UsageError("createCooperativeKernel: the portable kernel must belong to this device");
+  Kernel k = createKernel(spirv, reflection);
+  k.object()->portable = portable.object();
+  return k;
+}
+
 // Runs the embedded probe with `requested` as required subgroup size and returns the lanes per subgroup it saw
 // (the minimum over one 64-thread workgroup). Cached per device. Host wait: kernel creation only, once.
 uint32_t Device::measureSubgroupWidth(uint32_t requested) {

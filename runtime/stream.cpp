@@ -344,6 +344,26 @@ struct StreamState {
   }
 
   void dispatch(const Size3& grid, const Size3& groups, const Size3& tg) {
+    if (kernel && kernel->portable && (grid.x % tg.x || grid.y % tg.y || grid.z % tg.z)) {
+      // Partial threadgroups leave lanes outside user code; cooperative-matrix operations need whole subgroups.
+      std::shared_ptr<KernelObject> cooperative = kernel;
+      kernel = cooperative->portable;
+      pipelineValid = false;
+      struct Restore {
+        StreamState& s;
+        std::shared_ptr<KernelObject> k;
+        ~Restore() {
+          s.kernel = std::move(k);
+          s.pipelineValid = false;
+        }
+      } restore{*this, cooperative};
+      dispatchKernel(grid, groups, tg);
+      return;
+    }
+    dispatchKernel(grid, groups, tg);
+  }
+
+  void dispatchKernel(const Size3& grid, const Size3& groups, const Size3& tg) {
     if (!kernel) throw UsageError("dispatch without setKernel");
     KernelObject& k = *kernel;
     if (!pipelineValid || tg.x != pipelineThreadgroup.x || tg.y != pipelineThreadgroup.y ||

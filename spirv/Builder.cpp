@@ -71,6 +71,14 @@ unsigned Builder::scalarWidth(Id type) const {
   return it == scalarWidth_.end() ? 0 : it->second;
 }
 Id Builder::typeVector(Id element, unsigned count) { return typeOrConstant(spv::Op::OpTypeVector, {element, count}); }
+Id Builder::typeCooperativeMatrix(Id component, uint32_t rows, uint32_t columns, khr::MatrixUse use) {
+  capability(khr::CooperativeMatrixCapability);
+  extension("SPV_KHR_cooperative_matrix");
+  Id u32 = typeInt(32);
+  return typeOrConstant(khr::OpTypeCooperativeMatrix,
+                        {component, constant(u32, uint32_t(spv::Scope::Subgroup)), constant(u32, rows),
+                         constant(u32, columns), constant(u32, uint32_t(use))});
+}
 Id Builder::typeArray(Id element, Id length, uint32_t stride) {
   if (!stride) return typeOrConstant(spv::Op::OpTypeArray, {element, length});
   Id id = newId();
@@ -152,6 +160,7 @@ Id Builder::specConstantComposite(Id type, const std::vector<Id>& parts) {
 
 std::string Builder::capabilityName(spv::Capability c) {
   using C = spv::Capability;
+  if (c == khr::CooperativeMatrixCapability) return "CooperativeMatrixKHR";
   switch (c) {
     case C::Shader:
       return "Shader";

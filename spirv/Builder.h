@@ -13,6 +13,17 @@ namespace m2v::spirv {
 
 using Id = uint32_t;
 
+// SPV_KHR_cooperative_matrix, which the SPIR-V headers here predate.
+namespace khr {
+inline constexpr auto OpTypeCooperativeMatrix = static_cast<spv::Op>(4456);
+inline constexpr auto OpCooperativeMatrixLoad = static_cast<spv::Op>(4457);
+inline constexpr auto OpCooperativeMatrixStore = static_cast<spv::Op>(4458);
+inline constexpr auto OpCooperativeMatrixMulAdd = static_cast<spv::Op>(4459);
+inline constexpr auto CooperativeMatrixCapability = static_cast<spv::Capability>(6022);
+enum class MatrixUse : uint32_t { A = 0, B = 1, Accumulator = 2 };
+enum class MatrixLayout : uint32_t { RowMajor = 0, ColumnMajor = 1 };
+}  // namespace khr
+
 class Builder {
  public:
   Id newId() { return nextId_++; }
@@ -37,6 +48,8 @@ class Builder {
   Id typeStruct(const std::vector<Id>& members);
   Id typePointer(spv::StorageClass sc, Id pointee);
   Id typeFunction(Id result, const std::vector<Id>& params);
+  // A subgroup-scope cooperative matrix (declares the capability and extension).
+  Id typeCooperativeMatrix(Id component, uint32_t rows, uint32_t columns, khr::MatrixUse use);
   unsigned scalarWidth(Id type) const;  // 0 for non-numeric scalar types
 
   // --- constants (deduplicated)

@@ -509,7 +509,6 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
 
 Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& name) {
   llvm::Type* t = call.getType();
-  llvm::LLVMContext& ctx = module_.getContext();
   auto arg = [&](unsigned k) { return value(call.getArgOperand(k)); };
   auto done = [&](Id r) {
     define(&call, r);
@@ -724,6 +723,7 @@ Id Emitter::emitPseudoIntrinsic(const llvm::CallInst& call, llvm::StringRef name
   auto constArg = [&](unsigned k) {
     return static_cast<uint32_t>(llvm::cast<llvm::ConstantInt>(call.getArgOperand(k))->getZExtValue());
   };
+  if (name.starts_with("m2v.sgm.") || name.starts_with("m2v.coopmat.")) return emitMatrixIntrinsic(call, name);
   if (name == lower::pseudo::kPushGrid) return done(pushConstant(kPushGridOffset, typeOf(t)));
   if (name == lower::pseudo::kPushI64) return done(pushConstant(constArg(0), u64()));
   if (name == lower::pseudo::kWorkgroupSize) return done(workgroupSize_);

@@ -91,6 +91,7 @@ class Emitter {
   Id emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id);
   Id emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& name);
   Id emitPseudoIntrinsic(const llvm::CallInst& call, llvm::StringRef name);
+  Id emitMatrixIntrinsic(const llvm::CallInst& call, llvm::StringRef name);  // EmitMatrix.cpp
   Id builtinInput(spv::BuiltIn builtin, Id type);
   Id pushConstant(uint32_t offset, Id type);
   Id laneId();

@@ -99,6 +99,7 @@ class Ctx:
         self.seed = seed
         self.errors = []  # (label, max error, tolerance)
         self.dispatches = 0
+        self.matrix_paths = set()  # how the launched kernels multiply simdgroup matrices (Kernel.simdgroup_matrix_path)
 
     # --- kernels and buffers ---
     def kernel(self, entry):
@@ -150,7 +151,8 @@ class Ctx:
         with setBuffer, everything else goes through setBytes. `grid` (threads, dispatchThreads) or `groups`
         (dispatchThreadgroups). constants: {index: value}; tgmem: {index: bytes}."""
         s = self.s
-        s.set_kernel(self.kernel(entry))
+        kernel = self.kernel(entry)
+        s.set_kernel(kernel)
         for index, value in (constants or {}).items():
             s.set_function_constant(index, value)
         for index, length in (tgmem or {}).items():
@@ -162,6 +164,8 @@ class Ctx:
                 s.set_buffer(a[0], index, int(a[1]))
             else:
                 s.set_bytes(a if isinstance(a, (bytes, bytearray)) else np.ascontiguousarray(a), index)
+        if kernel.simdgroup_matrix_path:
+            self.matrix_paths.add(kernel.simdgroup_matrix_path)
         dims = lambda d: tuple(int(x) for x in (list(d) + [1, 1])[:3])
         if groups is not None:
             s.dispatch_threadgroups(dims(groups), dims(threadgroup))
@@ -242,6 +246,7 @@ class Result:
         self.max_error = None
         self.seed = None
         self.dispatches = 0
+        self.matrix_path = ""  # "cooperative_matrix", "shuffle" or both, for kernels with a cooperative build
 
 
 class Runner:
@@ -312,6 +317,7 @@ class Runner:
             r.stage, r.cause, r.message = "error", "device error", str(e).splitlines()[0]
             self.stream = m2v.Stream(timestamps=True)
         r.dispatches = ctx.dispatches
+        r.matrix_path = ",".join(sorted(ctx.matrix_paths))
         if ctx.errors:
             r.max_error = max(x[1] for x in ctx.errors)
         msgs = m2v.validation_messages()

@@ -67,7 +67,8 @@ def write_report(prefix, results, device, seed, elapsed):
     for r in results:
         rows.append({"case": r.case.name, "family": r.case.family, "file": r.case.file, "kernels": r.case.kernels,
                      "stage": r.stage, "cause": r.cause, "message": r.message, "gpu_us": r.gpu_us,
-                     "max_error": r.max_error, "dispatches": r.dispatches, "note": r.case.note})
+                     "max_error": r.max_error, "dispatches": r.dispatches, "simdgroup_matrix": r.matrix_path,
+                     "note": r.case.note})
     with open(prefix + ".json", "w") as f:
         json.dump({"device": device, "seed": seed, "seconds": round(elapsed, 1), "counts": counts, "cases": rows},
                   f, indent=1)

@@ -32,11 +32,13 @@
 #include <variant>
 #include <vector>
 
+#include "metal2vk/compiler.h"
 #include "metal2vk/diagnostics.h"
 #include "metal2vk/reflection.h"
 
 namespace m2v {
 class Device;
+class Kernel;
 }
 
 namespace m2v::mlx {
@@ -148,11 +150,6 @@ class CompileError : public std::runtime_error {
   std::string kernelName;
 };
 
-struct CompiledModule {
-  KernelReflection reflection;
-  std::vector<uint32_t> spirv;
-};
-
 struct CacheStats {
   uint64_t memoryHits = 0, diskHits = 0, compiles = 0, diskWrites = 0;
 };
@@ -170,6 +167,16 @@ std::vector<std::string> listDevices();
 // Selects a device by index or name substring (runtime.h DeviceOptions::selector). Drops the current device.
 void setDevice(const std::string& selector);
 Device& currentDevice();
+
+// The kernel that runs `module` on `device`: its cooperative-matrix build (CompiledModule::cooperative) where the
+// device offers the 16x8x8 f16 shape, the probe kernel confirmed the lane layout and M2V_SIMDGROUP_MATRIX (auto,
+// shuffle or cooperative) allows; the portable build otherwise. With M2V_SIMDGROUP_MATRIX=cooperative a kernel
+// that has a cooperative build and cannot use it throws UnsupportedError. docs/SIMDGROUP_MATRIX.md.
+Kernel createKernelFor(Device& device, const CompiledModule& module);
+// Why `device` does not run cooperative-matrix builds; empty when it does. Probes once per device.
+std::string cooperativeMatrixUnavailableReason(Device& device);
+// M2V_SIMDGROUP_MATRIX: "auto" (default), "shuffle" or "cooperative"; throws UsageError on anything else.
+std::string simdgroupMatrixMode();
 
 // ---------------------------------------------------------------------------------------------------------------
 // MetalKernel: built once, called many times.

@@ -70,6 +70,9 @@ struct KernelReflection {
   uint32_t staticThreadgroupBytes = 0;
   std::vector<DynamicThreadgroupMemory> dynamicThreadgroupMemory;
   uint32_t requiredSubgroupSize = 0;
+  // simdgroup_matrix multiplies this module runs on cooperative matrices (16x8x8 f16 -> f32); 0: none, all on
+  // subgroup shuffles.
+  uint32_t cooperativeMatrixMultiplies = 0;
   std::vector<std::string> capabilities;
   std::vector<std::string> extensions;
 

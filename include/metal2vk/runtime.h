@@ -93,6 +93,7 @@ struct DeviceInfo {
   bool shaderInt64 = false, shaderInt16 = false, shaderInt8 = false, shaderFloat16 = false;
   bool storageBuffer8Bit = false, storageBuffer16Bit = false;
   bool atomicFloat = false, atomicFloat2 = false, cooperativeMatrix = false;
+  std::vector<std::string> cooperativeMatrixShapes;  // subgroup scope, "MxNxK A*B+C", e.g. "16x8x8 f16*f16+f32"
   bool validationEnabled = false;
 
   std::string describe() const;  // one line for the CLI: "device 0: llvmpipe (...) [cpu, Vulkan 1.3.230, ...]"
@@ -138,6 +139,11 @@ class Device {
   // A required subgroup size is verified once per device by running a probe kernel (drivers have been seen to
   // report 32 and execute 16 lanes); that is a host wait, at kernel creation only.
   Kernel createKernel(std::span<const uint32_t> spirv, const KernelReflection& reflection);
+  // The cooperative-matrix build of `portable`'s kernel (CompiledKernel::cooperative; docs/SIMDGROUP_MATRIX.md).
+  // Throws UnsupportedError unless the device offers the 16x8x8 f16 shape. Dispatches with partial threadgroups
+  // run `portable`: cooperative-matrix operations need every lane of a subgroup.
+  Kernel createCooperativeKernel(std::span<const uint32_t> spirv, const KernelReflection& reflection,
+                                 const Kernel& portable);
   Stream createStream(const StreamOptions& options);
   Stream createStream();
 

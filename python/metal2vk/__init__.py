@@ -45,6 +45,7 @@ from ._core import (  # noqa: F401
     clear_memory_cache,
     compile_library,
     compiler_version,
+    cooperative_matrix_unavailable_reason,
     device_info,
     devices,
     load_kernel,
@@ -56,7 +57,7 @@ from ._core import (  # noqa: F401
 __all__ = [
     "metal_kernel", "MetalKernel", "devices", "set_device", "device_info", "bfloat16", "to_bfloat16",
     "from_bfloat16", "is_bfloat16", "cache_stats", "cache_dir", "clear_memory_cache", "compiler_version",
-    "validation_messages", "compile_library", "load_kernel", "Library", "Kernel", "Buffer", "Stream",
+    "validation_messages", "cooperative_matrix_unavailable_reason", "compile_library", "load_kernel", "Library", "Kernel", "Buffer", "Stream",
     "Error", "CompileError", "UnsupportedError", "UsageError", "DeviceError",
 ]
 

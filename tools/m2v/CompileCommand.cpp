@@ -150,6 +150,12 @@ int compileCommand(const Args& args) {
       std::cerr << "m2v compile: cannot write " << base << ".spv\n";
       return 1;
     }
+    if (k.cooperative) {  // the build with simdgroup_matrix multiplies on cooperative matrices
+      std::ofstream cspv(base + ".cooperative.spv", std::ios::binary);
+      const std::vector<uint32_t>& w = k.cooperative->spirv;
+      cspv.write(reinterpret_cast<const char*>(w.data()), static_cast<std::streamsize>(w.size() * 4));
+      std::ofstream(base + ".cooperative.json") << toJson(k.cooperative->reflection) << "\n";
+    }
   }
   return static_cast<int>(result.status);
 }

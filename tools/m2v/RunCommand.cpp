@@ -20,6 +20,7 @@
 #include "examples.h"
 #include "host_types.h"
 #include "metal2vk/compiler.h"
+#include "metal2vk/mlx.h"
 #include "metal2vk/runtime.h"
 
 namespace m2v::cli {
@@ -335,7 +336,11 @@ int runCommand(const Args& args) {
               << " ms\n" << std::defaultfloat;
     Kernel kernel;
     try {
-      kernel = device.createKernel(compiled->spirv, refl);
+      kernel = mlx::createKernelFor(device, CompiledModule{refl, compiled->spirv, compiled->cooperative});
+      if (compiled->cooperative)
+        std::cerr << "m2v run: simdgroup_matrix multiplies on "
+                  << (kernel.reflection().cooperativeMatrixMultiplies ? "cooperative matrices" : "subgroup shuffles")
+                  << "\n";
     } catch (const UnsupportedError& e) {
       std::cerr << "m2v run: refused: " << e.what() << "\n";
       return static_cast<int>(Status::Unsupported);

@@ -30,6 +30,12 @@ __M2V_REDUCE(quad)
 #undef __M2V_DECL1
 #undef __M2V_DECL2
 
+// simdgroup_multiply_accumulate on matrix units (lower/CooperativeMatrix.cpp). simd_mma_cooperative(a, b) becomes
+// true where the lowering will run simd_mma(a, b, c) (Apple's lane layout in and out, float accumulator) as a
+// cooperative-matrix multiply, false where the caller's subgroup-shuffle code runs instead.
+template <class A, class B> bool simd_mma_cooperative(A, B);
+template <class A, class B> metal::vec<float, 2> simd_mma(A, B, metal::vec<float, 2>);
+
 ulong simd_ballot(bool);
 ushort quad_ballot(bool);
 uint simd_lane_id();

@@ -1,0 +1,167 @@
+"""simdgroup_matrix multiplies on both paths: subgroup shuffles and cooperative matrices (docs/SIMDGROUP_MATRIX.md).
+
+Each kernel runs once with M2V_SIMDGROUP_MATRIX=shuffle and once with =cooperative, and both must match a float64
+reference. The cooperative path needs a device with VK_KHR_cooperative_matrix whose lane layout passed the probe;
+elsewhere those cases are skipped, saying why. Every kernel needs 32-wide simdgroups (not lavapipe)."""
+import os
+
+import numpy as np
+import pytest
+
+import metal2vk as m2v
+
+SOURCE = """
+#include <metal_stdlib>
+using namespace metal;
+
+// C = A * B, half inputs, float accumulator carried across the k loop (the accumulator stays in the device's
+// layout). One simdgroup per 16x16 block: two row fragments share each B fragment (a paired 16x8x8 operation).
+[[kernel]] void gemm_half(device const half* A [[buffer(0)]], device const half* B [[buffer(1)]],
+                          device float* C [[buffer(2)]], constant uint3& mnk [[buffer(3)]],
+                          uint2 tg [[threadgroup_position_in_grid]]) {
+  uint row0 = tg.y * 16, col0 = tg.x * 16, K = mnk.z, N = mnk.y;
+  simdgroup_float8x8 acc[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) acc[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  for (uint k = 0; k < K; k += 8) {
+    simdgroup_half8x8 a[2], b[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) simdgroup_load(a[i], A + (row0 + 8 * i) * K + k, K);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) simdgroup_load(b[j], B + k * N + col0 + 8 * j, N);
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) simdgroup_multiply_accumulate(acc[i][j], a[i], b[j], acc[i][j]);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) simdgroup_store(acc[i][j], C + (row0 + 8 * i) * N + col0 + 8 * j, N);
+}
+
+// MLX's pattern: fragments filled element by element through thread_elements() from threadgroup memory as float
+// (converted from half), B read transposed, and the accumulator scaled between steps through thread_elements().
+[[kernel]] void elements_tg(device const half* A [[buffer(0)]], device const half* Bt [[buffer(1)]],
+                            device float* C [[buffer(2)]], ushort lane [[thread_index_in_simdgroup]]) {
+  threadgroup half as[8 * 16], bs[8 * 16];
+  for (uint i = lane; i < 128; i += 32) { as[i] = A[i]; bs[i] = Bt[i]; }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  ushort q = lane / 4, fm = (q & 4) + ((lane / 2) % 4), fn = (q & 2) * 2 + (lane % 2) * 2;
+  simdgroup_float8x8 acc(0.0f);
+  for (int k = 0; k < 16; k += 8) {
+    simdgroup_float8x8 a, b;
+    a.thread_elements()[0] = float(as[fm * 16 + k + fn]);
+    a.thread_elements()[1] = float(as[fm * 16 + k + fn + 1]);
+    b.thread_elements()[0] = float(bs[fn * 16 + k + fm]);        // B[k + fm][fn] = Bt[fn][k + fm]
+    b.thread_elements()[1] = float(bs[(fn + 1) * 16 + k + fm]);
+    simdgroup_multiply_accumulate(acc, a, b, acc);
+    acc.thread_elements() *= 0.5f;
+  }
+  C[fm * 8 + fn] = acc.thread_elements()[0];
+  C[fm * 8 + fn + 1] = acc.thread_elements()[1];
+}
+
+// float operands: no f32 matrix units, so this multiply stays on subgroup shuffles in both builds.
+[[kernel]] void gemm_float(device const float* A [[buffer(0)]], device const float* B [[buffer(1)]],
+                           device float* C [[buffer(2)]]) {
+  simdgroup_float8x8 a, b, c;
+  simdgroup_load(a, A);
+  simdgroup_load(b, B);
+  simdgroup_multiply(c, a, b);
+  simdgroup_store(c, C);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sgm") / "sgm.metal"
+    path.write_text(SOURCE)
+    return m2v.compile_library(str(path))
+
+
+def test_builds(lib):
+    # Two half multiplies qualify; the float one has no cooperative build.
+    assert lib["gemm_half"].cooperative_reflection["cooperative_matrix_multiplies"] >= 1
+    assert "CooperativeMatrixKHR" in lib["gemm_half"].cooperative_reflection["capabilities"]
+    assert "CooperativeMatrixKHR" not in lib["gemm_half"].reflection["capabilities"]
+    assert lib["elements_tg"].cooperative_reflection is not None
+    assert lib["gemm_float"].cooperative_reflection is None
+
+
+@pytest.fixture(params=["shuffle", "cooperative"])
+def path(request):
+    if request.param == "cooperative":
+        why = m2v.cooperative_matrix_unavailable_reason()
+        if why:
+            pytest.skip("cooperative path unavailable: " + why)
+    old = os.environ.get("M2V_SIMDGROUP_MATRIX")
+    os.environ["M2V_SIMDGROUP_MATRIX"] = request.param
+    yield request.param
+    if old is None:
+        del os.environ["M2V_SIMDGROUP_MATRIX"]
+    else:
+        os.environ["M2V_SIMDGROUP_MATRIX"] = old
+
+
+def run(kernel, arrays, out_shape, groups, threads=(32, 1, 1), scalars=()):
+    s = m2v.Stream()
+    try:
+        s.set_kernel(kernel)
+    except m2v.UnsupportedError as e:  # lavapipe: no 32-wide simdgroups
+        pytest.skip(str(e).splitlines()[0])
+    bufs = []
+    for i, a in enumerate(arrays):
+        b = m2v.Buffer(a.nbytes)
+        s.upload(b, a)
+        s.set_buffer(b, i)
+        bufs.append(b)
+    out = m2v.Buffer(int(np.prod(out_shape)) * 4)
+    s.set_buffer(out, len(arrays))
+    for k, v in scalars:
+        s.set_bytes(v, k)
+    s.dispatch_threadgroups(groups, threads)
+    return s.read(out, np.float32, out_shape)
+
+
+def rand_half(rng, shape):
+    return rng.integers(-8, 9, size=shape).astype(np.float16) / np.float16(4)
+
+
+def test_gemm_half(lib, tmp_path, path):
+    rng = np.random.default_rng(1)
+    M, N, K = 32, 48, 64
+    A, B = rand_half(rng, (M, K)), rand_half(rng, (K, N))
+    k = m2v.compile_library(lib_path(tmp_path), entries=["gemm_half"])["gemm_half"]
+    got = run(k, [A, B], (M, N), (N // 16, M // 16, 1), scalars=[(3, np.array([M, N, K], np.uint32).tobytes())])
+    np.testing.assert_array_equal(got, A.astype(np.float64) @ B.astype(np.float64))
+    assert k.simdgroup_matrix_path == ("cooperative_matrix" if path == "cooperative" else "shuffle")
+
+
+def test_elements_through_threadgroup_memory(tmp_path, path):
+    rng = np.random.default_rng(2)
+    A, Bt = rand_half(rng, (8, 16)), rand_half(rng, (8, 16))
+    k = m2v.compile_library(lib_path(tmp_path), entries=["elements_tg"])["elements_tg"]
+    got = run(k, [A, Bt], (8, 8), (1, 1, 1))
+    a, b = A.astype(np.float64), Bt.astype(np.float64).T
+    want = ((a[:, :8] @ b[:8]) * 0.5 + a[:, 8:] @ b[8:]) * 0.5
+    np.testing.assert_array_equal(got, want)
+
+
+def test_float_operands_stay_on_shuffles(tmp_path, path):
+    rng = np.random.default_rng(3)
+    A, B = rng.standard_normal((8, 8)).astype(np.float32), rng.standard_normal((8, 8)).astype(np.float32)
+    k = m2v.compile_library(lib_path(tmp_path), entries=["gemm_float"])["gemm_float"]
+    got = run(k, [A, B], (8, 8), (1, 1, 1))
+    np.testing.assert_allclose(got, A.astype(np.float64) @ B.astype(np.float64), rtol=1e-5, atol=1e-5)
+    assert k.simdgroup_matrix_path == ""
+
+
+def lib_path(tmp_path):
+    # each test compiles its own Library: the path is chosen when a kernel is first loaded on the device
+    p = tmp_path / "sgm.metal"
+    p.write_text(SOURCE)
+    return str(p)
