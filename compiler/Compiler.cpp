@@ -79,9 +79,10 @@ EntryResult compileEntry(const llvm::Module& module, const frontend::EntryFacts&
   if (main && cooperativeCopy) {
     // A failure here is a compiler bug in the variant; the kernel still runs on the shuffle path.
     Diagnostics variantDiags;
-    std::string variantIR;  // printed with M2V_DUMP_LOWERED_IR only
+    std::string variantIR;
     auto variant = buildModule(*cooperativeCopy, entry, fcs, sources, options, lower::MatrixPath::Cooperative,
                                variantDiags, &variantIR);
+    if (variant) variant->loweredIR = std::move(variantIR);
     if (variant && variant->reflection.cooperativeMatrixMultiplies > 0)
       main->cooperative = std::make_shared<const CompiledModule>(std::move(*variant));
     for (const Diagnostic& d : variantDiags.all()) {

@@ -36,6 +36,7 @@ struct CompiledModule {
   KernelReflection reflection;
   std::vector<uint32_t> spirv;
   std::shared_ptr<const CompiledModule> cooperative;  // see CompiledKernel
+  std::string loweredIR;                              // with CompileOptions::keepLoweredIR
 };
 
 struct CompiledKernel {

@@ -26,9 +26,9 @@ for e in $entries; do
     echo "FAIL: $out/$e.json does not name entry $e"; status=1
   fi
 done
-# no module beyond the expected ones
+# no module beyond the expected ones (a kernel's cooperative-matrix build, NAME.cooperative.spv, is one of its own)
 n_expected=$(echo $entries | wc -w)
-n_found=$(ls "$out"/*.spv 2>/dev/null | wc -l)
+n_found=$(ls "$out"/*.spv 2>/dev/null | grep -vc '\.cooperative\.spv$')
 if [ "$n_found" -ne "$n_expected" ]; then echo "FAIL: $n_found modules written, expected $n_expected ($entries)"; status=1; fi
 [ $status -eq 0 ] && echo "OK: $entries"
 exit $status

@@ -42,23 +42,33 @@ def reference(k):
 
 
 def check_module_entry(path):
-    """The .m2vmod layout (mlx/ModuleCache.cpp): magic, u64 JSON size, JSON, u64 word count, SPIR-V words, a 64-char
-    SHA-256, EOF. (The checksum itself is the reader's to verify; the torn-entry phase below tests that it does.)"""
+    """The .m2vmod layout (mlx/ModuleCache.cpp): magic, u64 module count (1, or 2 with the cooperative-matrix build),
+    per module a u64 JSON size, the JSON, a u64 word count and the SPIR-V words, then a 64-char SHA-256, EOF. (The
+    checksum itself is the reader's to verify; the torn-entry phase below tests that it does.)"""
     data = open(path, "rb").read()
-    if len(data) < 24 or data[:8] != b"M2VMOD02":
+    if len(data) < 16 or data[:8] != b"M2VMOD03":
         return f"bad magic {data[:8]!r}"
-    (jn,) = struct.unpack_from("<Q", data, 8)
-    if 16 + jn + 8 > len(data):
-        return "truncated reflection"
-    try:
-        json.loads(data[16:16 + jn])
-    except ValueError as e:
-        return f"reflection is not JSON: {e}"
-    (words,) = struct.unpack_from("<Q", data, 16 + jn)
-    if 24 + jn + 4 * words + 64 != len(data):
-        return f"size {len(data)} does not match {words} words"
-    if struct.unpack_from("<I", data, 24 + jn)[0] != 0x07230203:
-        return "not SPIR-V"
+    (count,) = struct.unpack_from("<Q", data, 8)
+    if count not in (1, 2):
+        return f"module count {count}"
+    at = 16
+    for _ in range(count):
+        if at + 8 > len(data):
+            return "truncated"
+        (jn,) = struct.unpack_from("<Q", data, at)
+        if at + 8 + jn + 8 > len(data):
+            return "truncated reflection"
+        try:
+            json.loads(data[at + 8:at + 8 + jn])
+        except ValueError as e:
+            return f"reflection is not JSON: {e}"
+        (words,) = struct.unpack_from("<Q", data, at + 8 + jn)
+        at += 16 + jn
+        if at + 4 * words > len(data) or words == 0 or struct.unpack_from("<I", data, at)[0] != 0x07230203:
+            return "not SPIR-V"
+        at += 4 * words
+    if at + 64 != len(data):
+        return f"size {len(data)} does not match its modules"
     return None
 
 

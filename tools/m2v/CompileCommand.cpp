@@ -139,7 +139,10 @@ int compileCommand(const Args& args) {
   }
   for (const CompiledKernel& k : result.kernels) {
     if (json) std::cout << toJson(k.reflection) << "\n";
-    if (options.keepLoweredIR) std::cout << k.loweredIR;
+    if (options.keepLoweredIR) {
+      std::cout << k.loweredIR;
+      if (k.cooperative) std::cout << "; cooperative-matrix build\n" << k.cooperative->loweredIR;
+    }
     if (assembly) std::cout << spirv::disassembleModule(k.spirv);
     if (!writeFiles) continue;
     std::string base = outDir + "/" + moduleFileStem(k.reflection.entry);
