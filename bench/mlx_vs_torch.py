@@ -434,10 +434,11 @@ def write_report(prefix, rows, dev, gpu, args):
         f.write(f"metal2vk device: {dev}; PyTorch {torch.__version__} on {gpu}; {args.reps} repetitions after a "
                 f"{args.warmup_ms:.0f} ms warm-up, each side.\n\n")
         f.write("| item | metal2vk µs | PyTorch µs | ratio (ours/torch) | ours GB/s or TFLOP/s | of ceiling | "
-                "PyTorch GB/s or TFLOP/s | dispatches | outputs agree |\n|---|---|---|---|---|---|---|---|---|\n")
+                "PyTorch GB/s or TFLOP/s | dispatches | outputs agree | simdgroup_matrix |\n"
+                "|---|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             if "error" in r:
-                f.write(f"| {r['item']} | {r['error']} | | | | | | | |\n")
+                f.write(f"| {r['item']} | {r['error']} | | | | | | | | |\n")
                 continue
             if "tflops" in r:
                 rate, frac, trate = f"{r['tflops']:.1f} TFLOP/s", r["peak_fraction"], f"{r['torch_tflops']:.1f}"
@@ -445,7 +446,8 @@ def write_report(prefix, rows, dev, gpu, args):
                 rate, frac, trate = f"{r['gbs']:.0f} GB/s", r["ceiling_fraction"], f"{r['torch_gbs']:.0f}"
             f.write(f"| {r['item']} | {r['ours_us']:.1f} | {r['torch_us']:.1f} | {r['ratio']:.2f} | {rate} | "
                     f"{frac:.0%} | {trate} | {r['dispatches']} | "
-                    f"{'yes' if r['outputs_agree'] else 'NO'} ({r['max_diff_vs_torch']:.1g}) |\n")
+                    f"{'yes' if r['outputs_agree'] else 'NO'} ({r['max_diff_vs_torch']:.1g}) | "
+                    f"{r.get('simdgroup_matrix', '')} |\n")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "metal2vk/compiler.h"
 #include "metal2vk/reflection.h"
 #include "metal2vk/runtime.h"
 
@@ -108,7 +109,11 @@ struct CompiledEntry {
   double compileMs = 0;       // of the whole file, shared by its entries
   std::vector<uint32_t> spirv;
   KernelReflection reflection;
+  // The cooperative-matrix build (docs/SIMDGROUP_MATRIX.md); `m2v sweep` only (module files hold the portable one).
+  std::shared_ptr<const CompiledModule> cooperative;
 };
+// Makes the kernel a case runs; null: Device::createKernel on the portable module.
+using KernelFn = std::function<Kernel(Device&, const CompiledEntry&)>;
 // Key: source path + "\n" + entry.
 using Modules = std::map<std::string, CompiledEntry>;
 inline std::string moduleKey(const std::string& source, const std::string& entry) { return source + "\n" + entry; }
@@ -128,6 +133,7 @@ struct RunOptions {
   static constexpr int kDefaultWarmupMs = 500;
   int warmupMs = kDefaultWarmupMs;
   bool progress = false;
+  KernelFn makeKernel;
 };
 struct CaseResult {
   std::string name, source, entry, dtype;
@@ -158,6 +164,7 @@ std::vector<std::string> checkFloor(const std::string& floorFile, const std::vec
 // Shared driver of `m2v sweep` and `m2v-sweep-run`: parses the common options. `compile` is null for the
 // runtime-only tool (then --modules is required).
 using CompileFn = std::function<Modules(const std::vector<Case>& cases, int jobs, bool progress, std::ostream& log)>;
-int sweepMain(const std::string& tool, const std::vector<std::string>& args, CompileFn compile);
+int sweepMain(const std::string& tool, const std::vector<std::string>& args, CompileFn compile,
+              KernelFn makeKernel = nullptr);
 
 }  // namespace m2v::corpus

@@ -306,10 +306,11 @@ bool readModules(const std::string& dir, const std::vector<Case>& cases, Modules
 }
 
 // --- shared driver ---------------------------------------------------------------------------------------------
-int sweepMain(const std::string& tool, const std::vector<std::string>& args, CompileFn compile) {
+int sweepMain(const std::string& tool, const std::vector<std::string>& args, CompileFn compile, KernelFn makeKernel) {
   std::string dir, device, reportPrefix, filter, floorFile, modulesIn, emitDir;
   int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   RunOptions ro;
+  ro.makeKernel = std::move(makeKernel);
   bool compileOnly = false;
   double ceiling = 0;
   auto usage = [&](const std::string& m) {

@@ -130,7 +130,7 @@ std::vector<CaseResult> runCases(const std::vector<Case>& cases, const Modules& 
       if (refused.count(key)) throw Failure{Stage::Valid, "refused by device", refused[key]};
       if (!kernels.count(key)) {
         try {
-          kernels[key] = device.createKernel(ce.spirv, ce.reflection);
+          kernels[key] = options.makeKernel ? options.makeKernel(device, ce) : device.createKernel(ce.spirv, ce.reflection);
         } catch (const UnsupportedError& e) {
           refused[key] = firstLine(e.what());
           std::string what = e.what();

@@ -10,6 +10,7 @@
 #include "Commands.h"
 #include "Corpus.h"
 #include "metal2vk/compiler.h"
+#include "metal2vk/mlx.h"
 
 namespace m2v::cli {
 
@@ -85,6 +86,7 @@ corpus::Modules compileAll(const std::vector<corpus::Case>& cases, int jobs, boo
         e.compileMs = ms;
         e.reflection = std::move(k.reflection);
         e.spirv = std::move(k.spirv);
+        e.cooperative = std::move(k.cooperative);
         out[e.reflection.entry] = std::move(e);
       }
       bool frontendOk = !r.kernels.empty();
@@ -132,6 +134,12 @@ extern const char kSweepUsage[] =
     (exit 1) when a listed kernel does not reach "matched". m2v-sweep-run runs precompiled modules without LLVM.
 )";
 
-int sweepCommand(const Args& args) { return corpus::sweepMain("m2v sweep", args, compileAll); }
+int sweepCommand(const Args& args) {
+  // Kernels with a cooperative-matrix build run it where the device can (M2V_SIMDGROUP_MATRIX chooses).
+  auto makeKernel = [](Device& device, const CompiledEntry& e) {
+    return mlx::createKernelFor(device, CompiledModule{e.reflection, e.spirv, e.cooperative, {}});
+  };
+  return corpus::sweepMain("m2v sweep", args, compileAll, makeKernel);
+}
 
 }  // namespace m2v::cli

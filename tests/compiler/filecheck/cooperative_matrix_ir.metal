@@ -2,7 +2,8 @@
 // Rule (lowered IR, lower/CooperativeMatrix.cpp): a kernel that multiplies half simdgroup matrices gets a second,
 // cooperative-matrix build. The portable build has no matrix operation. In the cooperative build two fragments that
 // share B fill one 16x8x8 operation (no zero half), the accumulators stay in the device's layout across the k loop
-// (phi twins, no conversion inside the loop) and are converted to Apple's layout once, after it.
+// (phi twins, no conversion inside the loop) and are converted to Apple's layout once, after it. Fragments loaded by
+// simdgroup_load are loaded in the device's layout (addresses recomputed per lane): no permutation either.
 #include <metal_stdlib>
 using namespace metal;
 kernel void gemm16(device const half* A [[buffer(0)]], device const half* B [[buffer(1)]],
@@ -24,6 +25,7 @@ kernel void gemm16(device const half* A [[buffer(0)]], device const half* B [[bu
 // CHECK: .nv = phi <2 x float>
 // CHECK: .nv = phi <2 x float>
 // CHECK-NOT: m2v.sgm.to_apple
+// CHECK-NOT: call {{.*}}@m2v.sgm.to_nv
 // CHECK: call <4 x float> @m2v.coopmat.muladd.16x8x8.f16(<2 x half> %{{[^,]+}}, <2 x half> %{{[^,]+}}, <2 x half> %{{[^,]+}}, <2 x float> %{{[^,]+}}, <2 x float> %{{[^,]+}})
 // CHECK-NOT: m2v.coopmat.muladd
 // CHECK-NOT: m2v.sgm.to_apple
