@@ -2,6 +2,7 @@
 
 #include <llvm/Demangle/Demangle.h>
 #include <llvm/IR/Function.h>
+#include <llvm/IR/Instructions.h>
 
 namespace m2v::lower {
 
@@ -17,6 +18,12 @@ std::optional<std::string> stdlibIntrinsicName(const llvm::Function& f) {
   std::string name(base);
   std::free(base);
   return name;
+}
+
+llvm::CallInst* callToPseudo(llvm::Value* v, llvm::StringRef prefix) {
+  auto* call = llvm::dyn_cast<llvm::CallInst>(v);
+  llvm::Function* f = call ? call->getCalledFunction() : nullptr;
+  return f && f->getName().starts_with(prefix) ? call : nullptr;
 }
 
 bool isCrossLaneIntrinsic(llvm::StringRef name) {

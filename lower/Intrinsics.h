@@ -8,7 +8,9 @@
 #include <string>
 
 namespace llvm {
+class CallInst;
 class Function;
+class Value;
 }
 
 namespace m2v::lower {
@@ -22,6 +24,9 @@ inline constexpr unsigned kConstantAS = 4;
 
 // The base name of a `__m2v::NAME(...)` declaration ("simd_reduce_add"), or nullopt for any other function.
 std::optional<std::string> stdlibIntrinsicName(const llvm::Function& f);
+
+// `v` when it is a call to a function whose name starts with `prefix` (the m2v.* pseudo-intrinsics), else null.
+llvm::CallInst* callToPseudo(llvm::Value* v, llvm::StringRef prefix);
 
 // True for intrinsics that communicate between threads (must stay convergent and in uniform control flow).
 bool isCrossLaneIntrinsic(llvm::StringRef name);

@@ -85,6 +85,12 @@ struct CooperativeMatrixPass : llvm::PassInfoMixin<CooperativeMatrixPass> {
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
 };
 
+// Loads fragments that are permuted into the device's layout in that layout instead (addresses recomputed per lane;
+// lower/FragmentLoads.cpp).
+struct LoadFragmentsInDeviceLayoutPass : llvm::PassInfoMixin<LoadFragmentsInDeviceLayoutPass> {
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+};
+
 // Which simdgroup_matrix path lowerEntry builds.
 enum class MatrixPath { Shuffle, Cooperative };
 

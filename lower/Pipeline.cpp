@@ -134,6 +134,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     cleanup.addPass(llvm::SimplifyCFGPass());
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cleanup)));
     mpm.addPass(CooperativeMatrixPass());
+    mpm.addPass(LoadFragmentsInDeviceLayoutPass());
     llvm::FunctionPassManager cse;
     cse.addPass(llvm::EarlyCSEPass());
     cse.addPass(llvm::InstCombinePass());
