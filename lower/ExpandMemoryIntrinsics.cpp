@@ -4,9 +4,12 @@
 // promise (MLX's tile loaders copy 16-byte vectors of half declared 2-byte aligned) checks the address at run time
 // and reads 16, 8 or 4 bytes at a time when it is aligned: one wide load instead of eight 16-bit ones.
 #include <llvm/Analysis/TargetTransformInfo.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/KnownBits.h>
 #include <llvm/Transforms/Utils/LowerMemIntrinsics.h>
 
 #include "Intrinsics.h"
@@ -92,9 +95,18 @@ unsigned versionedUnit(llvm::MemTransferInst* mt, uint64_t n, unsigned staticUni
   return wide > staticUnit ? wide : 0;
 }
 
+// The alignment of `p` the program states, or what its known low zero bits prove (up to 16).
+llvm::Align knownAlign(llvm::Value* p, llvm::MaybeAlign stated, const llvm::DataLayout& dl) {
+  unsigned zeros = std::min(llvm::computeKnownBits(p, dl).countMinTrailingZeros(), 4u);
+  return std::max(stated.valueOrOne(), llvm::Align(uint64_t(1) << zeros));
+}
+
 bool unrollCopy(llvm::MemTransferInst* mt) {
   auto* len = llvm::dyn_cast<llvm::ConstantInt>(mt->getLength());
   if (!len) return false;
+  const llvm::DataLayout& dl = mt->getModule()->getDataLayout();
+  mt->setDestAlignment(knownAlign(mt->getRawDest(), mt->getDestAlign(), dl));
+  mt->setSourceAlignment(knownAlign(mt->getRawSource(), mt->getSourceAlign(), dl));
   uint64_t n = len->getZExtValue();
   unsigned unit = unitBytes(n, mt->getDestAlign().valueOrOne(), mt->getSourceAlign().valueOrOne());
   if (n / unit > kMaxUnrolledUnits) return false;

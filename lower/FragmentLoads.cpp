@@ -5,12 +5,14 @@
 // came from is recomputed for the lane that holds it in the device's layout, which removes the permutation's
 // shuffles. Sound when the address depends on the lane only through the subgroup lane id and otherwise on values
 // every lane of the subgroup shares; anything else keeps the permutation.
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/CFG.h>
 #include <llvm/IR/Dominators.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Support/KnownBits.h>
 
 #include <array>
 #include <map>
@@ -181,14 +183,33 @@ bool loadInDeviceLayout(llvm::CallInst* conversion, LaneRewriter& lanes) {
       second[k] = odd;
     }
   }
+  if ((*loads)[0]->getParent() != (*loads)[1]->getParent()) return false;
+  llvm::LoadInst* last = (*loads)[0]->comesBefore((*loads)[1]) ? (*loads)[1] : (*loads)[0];
+  const llvm::DataLayout& dl = conversion->getModule()->getDataLayout();
+  if (!isB) {
+    // A and C: the device lane's two elements are adjacent in the source lane's row; one 4-byte load where the
+    // address is provably 4-byte aligned.
+    llvm::Value* p0 = lanes.rewrite((*loads)[0]->getPointerOperand(), source[0]);
+    llvm::Value* p1 = lanes.rewrite((*loads)[1]->getPointerOperand(), source[0]);
+    if (!p0 || !p1) return false;
+    unsigned bits = dl.getIndexTypeSizeInBits(p0->getType());
+    llvm::APInt off0(bits, 0), off1(bits, 0);
+    const llvm::Value* base0 = p0->stripAndAccumulateInBoundsConstantOffsets(dl, off0);
+    const llvm::Value* base1 = p1->stripAndAccumulateInBoundsConstantOffsets(dl, off1);
+    if (base0 == base1 && (off1 - off0) == 2 && llvm::computeKnownBits(p0, dl).countMinTrailingZeros() >= 2) {
+      llvm::IRBuilder<> b(last->getNextNode());
+      llvm::Value* pair = b.CreateAlignedLoad(conversion->getType(), p0, llvm::Align(4));
+      conversion->replaceAllUsesWith(pair);
+      conversion->eraseFromParent();
+      return true;
+    }
+  }
   std::array<llvm::Value*, 2> elems{};
   for (uint32_t k = 0; k < 2; ++k) {
     llvm::Value* p0 = lanes.rewrite((*loads)[0]->getPointerOperand(), source[k]);
     llvm::Value* p1 = lanes.rewrite((*loads)[1]->getPointerOperand(), source[k]);
     if (!p0 || !p1) return false;
     // load where the original loads are (same memory state), after both addresses exist
-    llvm::LoadInst* last = (*loads)[0]->comesBefore((*loads)[1]) ? (*loads)[1] : (*loads)[0];
-    if ((*loads)[0]->getParent() != (*loads)[1]->getParent()) return false;
     llvm::IRBuilder<> b(last->getNextNode());
     llvm::Value* p = b.CreateSelect(second[k], p1, p0);
     llvm::LoadInst* ld = b.CreateAlignedLoad(conversion->getType()->getScalarType(), p,

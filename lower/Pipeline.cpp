@@ -118,6 +118,11 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     mpm.run(m, mam);
   }
   if (diags.hasErrors()) return false;
+  // A threadgroup array is its own variable, or sits at an offset of an arena that respects its alignment
+  // (MergeThreadgroupArrays): 16-byte alignment costs nothing and lets the optimizer prove wide accesses aligned.
+  for (llvm::GlobalVariable& g : m.globals())
+    if (g.getAddressSpace() == kThreadgroupAS && g.getAlign().valueOrOne() < llvm::Align(16))
+      g.setAlignment(llvm::Align(16));
 
   // LLVM's optimizer as at -O2, without the vectorizers, and without turning loops into memset/memcpy (GPUs have
   // neither; expanding them again would lose the loop's element width).

@@ -308,7 +308,8 @@ namespace {
 struct AccessFacts {
   llvm::Type* single = nullptr;  // the one scalar type every access uses, if there is one
   bool mixed = false;
-  uint64_t unit = 0;  // gcd of access sizes and alignments
+  uint64_t unit = 0;       // gcd of access sizes and alignments
+  bool wideStore = false;  // some store writes whole 4-byte-aligned words
   llvm::Type* atomicType = nullptr;
   bool atomicFloat = false, atomicMixed = false, compareExchange = false;
 };
@@ -360,9 +361,11 @@ LogicalVariable& Emitter::logicalVariable(const llvm::Instruction* at, const llv
       for (const llvm::Instruction& i : bb) {
         if (auto* ld = llvm::dyn_cast<llvm::LoadInst>(&i); ld && baseOf(ld->getPointerOperand()) == base)
           note(ld->getType(), ld->getAlign().value(), ld->isAtomic());
-        else if (auto* st = llvm::dyn_cast<llvm::StoreInst>(&i); st && baseOf(st->getPointerOperand()) == base)
+        else if (auto* st = llvm::dyn_cast<llvm::StoreInst>(&i); st && baseOf(st->getPointerOperand()) == base) {
           note(st->getValueOperand()->getType(), st->getAlign().value(), st->isAtomic());
-        else if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(&i); rmw && baseOf(rmw->getPointerOperand()) == base)
+          uint64_t size = dl_.getTypeStoreSize(st->getValueOperand()->getType());
+          facts.wideStore |= size % 4 == 0 && st->getAlign().value() >= 4;
+        } else if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(&i); rmw && baseOf(rmw->getPointerOperand()) == base)
           note(rmw->getType(), rmw->getAlign().value(), true);
         else if (auto* cx = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&i);
                  cx && baseOf(cx->getPointerOperand()) == base) {
@@ -386,6 +389,15 @@ LogicalVariable& Emitter::logicalVariable(const llvm::Instruction* at, const llv
     elem = facts.single;
   } else {
     elem = llvm::Type::getIntNTy(ctx, static_cast<unsigned>(std::min<uint64_t>(facts.unit, 8) * 8));
+  }
+  // In a cooperative-matrix build (tile-loading kernels), threadgroup memory that is also written in whole words is
+  // typed as words: the tile copies store 4 bytes at a time and fragment pairs load 4, where typing by the narrowest
+  // access would split every access into 16-bit ones. Narrower stores (edge tiles) become atomic read-modify-writes.
+  auto* global = llvm::dyn_cast<llvm::GlobalVariable>(base);
+  if (global && global->getAddressSpace() == 3 && reflection_.cooperativeMatrixMultiplies && !facts.atomicType &&
+      facts.wideStore && facts.unit < 4) {
+    elem = llvm::Type::getInt32Ty(ctx);
+    var.subword = true;
   }
   var.elementLLVM = elem;
   var.elementType = typeOf(elem);
@@ -516,6 +528,10 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
   LogicalVariable& var = logicalVariable(at, base);
   uint64_t size = dl_.getTypeStoreSize(t);
   if (t->isPointerTy()) size = 8;
+  if (var.subword && size < var.elementBytes) {
+    Id offset = typeOf(ptr->getType()) == u32() ? ptrId : b_.op(Op::OpUConvert, u32(), {ptrId});
+    return loadSubword(t, var, offset, size);
+  }
   Id index = elementIndex(ptrId, ptr->getType(), var.elementBytes);
   if (size == var.elementBytes) {
     Id v = b_.op(Op::OpLoad, var.elementType, {logicalElementPointer(var, index)});
@@ -535,11 +551,37 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
   if (n > 4) {
     // More units than a vector holds (8 bytes of a byte array): pack them into 32-bit words first.
     std::vector<Id> words = packUnits(at, var, units, size);
-    Id packed = words.size() == 1 ? words[0] : b_.op(Op::OpCompositeConstruct, b_.typeVector(u32(), words.size()), words);
+    Id packed =
+        words.size() == 1 ? words[0] : b_.op(Op::OpCompositeConstruct, b_.typeVector(u32(), words.size()), words);
     return b_.op(Op::OpBitcast, typeOf(t), {packed});
   }
   Id packed = b_.op(Op::OpCompositeConstruct, b_.typeVector(var.elementType, n), units);
   return b_.op(Op::OpBitcast, typeOf(t), {packed});
+}
+
+// A 1- or 2-byte value inside a 32-bit word of a subword variable: the word, shifted.
+Id Emitter::loadSubword(llvm::Type* t, const LogicalVariable& var, Id byteOffset, uint64_t size) {
+  Id word = b_.op(Op::OpLoad, u32(),
+                  {logicalElementPointer(var, b_.op(Op::OpShiftRightLogical, u32(), {byteOffset, constU32(2)}))});
+  Id shift =
+      b_.op(Op::OpShiftLeftLogical, u32(), {b_.op(Op::OpBitwiseAnd, u32(), {byteOffset, constU32(3)}), constU32(3)});
+  Id bits = b_.op(Op::OpShiftRightLogical, u32(), {word, shift});
+  Id narrow = b_.op(Op::OpUConvert, b_.typeInt(static_cast<unsigned>(size * 8)), {bits});
+  return typeOf(t) == b_.typeInt(static_cast<unsigned>(size * 8)) ? narrow : b_.op(Op::OpBitcast, typeOf(t), {narrow});
+}
+
+// Other lanes may write the other bytes of the word at the same time: clear and set this value's bits atomically.
+void Emitter::storeSubword(llvm::Type* t, const LogicalVariable& var, Id byteOffset, uint64_t size, Id v) {
+  Id narrowType = b_.typeInt(static_cast<unsigned>(size * 8));
+  Id bits = typeOf(t) == narrowType ? v : b_.op(Op::OpBitcast, narrowType, {v});
+  Id shift =
+      b_.op(Op::OpShiftLeftLogical, u32(), {b_.op(Op::OpBitwiseAnd, u32(), {byteOffset, constU32(3)}), constU32(3)});
+  Id mask = b_.op(Op::OpShiftLeftLogical, u32(), {constU32(size == 1 ? 0xffu : 0xffffu), shift});
+  Id value = b_.op(Op::OpShiftLeftLogical, u32(), {b_.op(Op::OpUConvert, u32(), {bits}), shift});
+  Id p = logicalElementPointer(var, b_.op(Op::OpShiftRightLogical, u32(), {byteOffset, constU32(2)}));
+  Id scope = constU32(uint32_t(spv::Scope::Workgroup)), relaxed = constU32(0);
+  b_.op(Op::OpAtomicAnd, u32(), {p, scope, relaxed, b_.op(Op::OpNot, u32(), {mask})});
+  b_.op(Op::OpAtomicOr, u32(), {p, scope, relaxed, value});
 }
 
 std::vector<Id> Emitter::packUnits(const llvm::Instruction* at, const LogicalVariable& var,
@@ -603,6 +645,11 @@ void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Valu
   if (!base) unsupported(at, "a threadgroup pointer whose array cannot be determined");
   LogicalVariable& var = logicalVariable(at, base);
   uint64_t size = t->isPointerTy() ? 8 : dl_.getTypeStoreSize(t);
+  if (var.subword && size < var.elementBytes) {
+    Id offset = typeOf(ptr->getType()) == u32() ? ptrId : b_.op(Op::OpUConvert, u32(), {ptrId});
+    storeSubword(t, var, offset, size, v);
+    return;
+  }
   Id index = elementIndex(ptrId, ptr->getType(), var.elementBytes);
   if (size == var.elementBytes) {
     Id stored = typeOf(t) == var.elementType ? v : b_.op(Op::OpBitcast, var.elementType, {v});

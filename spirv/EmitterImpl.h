@@ -30,6 +30,9 @@ struct LogicalVariable {
   unsigned elementBytes = 0;
   spv::StorageClass storage = spv::StorageClass::Function;
   bool atomic = false;
+  // Typed as 32-bit words though narrower accesses exist: narrower loads shift, narrower stores are atomic
+  // read-modify-writes of their word (Emitter::logicalVariable says when).
+  bool subword = false;
 };
 
 class Emitter {
@@ -73,6 +76,8 @@ class Emitter {
 
   // --- memory
   Id load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, uint64_t align);
+  Id loadSubword(llvm::Type* t, const LogicalVariable& var, Id byteOffset, uint64_t size);
+  void storeSubword(llvm::Type* t, const LogicalVariable& var, Id byteOffset, uint64_t size, Id v);
   void store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id valueId, uint64_t align);
   // An access of `size` bytes to a variable of narrower elements, as 32-bit words (more than 4 elements).
   std::vector<Id> packUnits(const llvm::Instruction* at, const LogicalVariable& var, const std::vector<Id>& units,
