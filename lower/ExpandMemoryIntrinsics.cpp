@@ -2,7 +2,8 @@
 // into the widest units the alignment allows (at most 4 bytes, so threadgroup and private memory can stay typed as
 // 32-bit words); anything else becomes a loop. A copy out of device memory whose alignment the program does not
 // promise (MLX's tile loaders copy 16-byte vectors of half declared 2-byte aligned) checks the address at run time
-// and reads 16, 8 or 4 bytes at a time when it is aligned: one wide load instead of eight 16-bit ones.
+// and reads 16, 8 or 4 bytes at a time when it is aligned: one wide load instead of eight 16-bit ones. Alignments are
+// what the program states or what the address's known low zero bits prove, whichever is larger.
 #include <llvm/Analysis/TargetTransformInfo.h>
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/IRBuilder.h>
