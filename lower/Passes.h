@@ -100,7 +100,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
                 const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& reflection,
                 Diagnostics& diags, MatrixPath path = MatrixPath::Shuffle);
 
-// True when the entry's module multiplies simdgroup matrices (a cooperative-matrix build may differ).
-bool multipliesSimdgroupMatrices(const llvm::Module& m);
+// True when the entry's module multiplies simdgroup matrices and has half values, so that a cooperative-matrix build
+// may differ from the portable one.
+bool mayMultiplyHalfMatrices(const llvm::Module& m);
 
 }  // namespace m2v::lower

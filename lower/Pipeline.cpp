@@ -194,9 +194,20 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
   return true;
 }
 
-bool multipliesSimdgroupMatrices(const llvm::Module& m) {
+bool mayMultiplyHalfMatrices(const llvm::Module& m) {
+  bool multiplies = false;
   for (const llvm::Function& f : m)
-    if (!f.use_empty() && stdlibIntrinsicName(f) == "simd_mma_cooperative") return true;
+    multiplies |= !f.use_empty() && stdlibIntrinsicName(f) == "simd_mma_cooperative";
+  if (!multiplies) return false;
+  // A cooperative multiply needs half operands (or floats extended from half): a kernel without a half value
+  // anywhere (MLX's float32 and bfloat16 instances) has none, and is not lowered a second time.
+  for (const llvm::Function& f : m)
+    for (const llvm::BasicBlock& bb : f)
+      for (const llvm::Instruction& i : bb) {
+        if (i.getType()->getScalarType()->isHalfTy()) return true;
+        for (const llvm::Value* op : i.operands())
+          if (op->getType()->getScalarType()->isHalfTy()) return true;
+      }
   return false;
 }
 

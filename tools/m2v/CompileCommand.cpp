@@ -48,9 +48,11 @@ std::string moduleFileStem(const std::string& entry) {
 
 extern const char kCompileUsage[] =
     R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [-j N] [--json] [--asm] [--ir]
-      [-x metal] [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-fsyntax-only] [-ferror-limit=N] [-W...] [-c]
+      [--no-cooperative-matrix] [-x metal] [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-fsyntax-only] [-ferror-limit=N] [-W...] [-c]
     Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json), -j N entry
-    points at a time (default: one per core). The second line's flags are those of Apple's `metal` compiler (as
+    points at a time (default: one per core). A kernel that multiplies half simdgroup matrices also gets
+    NAME.cooperative.spv/.json, its build on cooperative matrices (docs/SIMDGROUP_MATRIX.md), unless
+    --no-cooperative-matrix. The second line's flags are those of Apple's `metal` compiler (as
     MLX's build passes them): language version, fast math, diagnostics only, error limit, warnings; -x metal and
     -c change nothing.
 )";
@@ -92,6 +94,8 @@ int compileCommand(const Args& args) {
       auto version = parseMetalStd(a.substr(5));
       if (!version) return usageError("compile", "unknown language standard '" + a.substr(5) + "' (e.g. metal3.1)");
       options.metalVersion = *version;
+    } else if (a == "--no-cooperative-matrix") {
+      options.cooperativeMatrix = false;
     } else if (a == "-ffast-math" || a == "-fno-fast-math") {
       options.fastMath = a == "-ffast-math";
     } else if (a == "-fsyntax-only") {
