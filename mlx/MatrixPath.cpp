@@ -42,15 +42,8 @@ std::string probeCooperativeLayout(Device& device) {
   // Small integers: every product and sum is exact in half and float, so any misplaced element shows.
   std::vector<uint16_t> a(128), b(64);
   std::vector<float> af(128), bf(64), c(128), want(128), got(128);
-  auto halfBits = [](int v) {  // exact for |v| < 2048
-    if (v == 0) return uint16_t(0);
-    uint16_t sign = v < 0 ? 0x8000 : 0;
-    unsigned m = unsigned(v < 0 ? -v : v), e = 0;
-    while ((m >> e) > 1) ++e;
-    return uint16_t(sign | ((e + 15) << 10) | ((m << (10 - e)) & 0x3ff));
-  };
-  for (int i = 0; i < 128; ++i) af[i] = float((i * 37 + 11) % 13 - 6), a[i] = halfBits(int(af[i]));
-  for (int i = 0; i < 64; ++i) bf[i] = float((i * 29 + 5) % 11 - 5), b[i] = halfBits(int(bf[i]));
+  for (int i = 0; i < 128; ++i) af[i] = float((i * 37 + 11) % 13 - 6), a[i] = floatToHalfBits(af[i]);
+  for (int i = 0; i < 64; ++i) bf[i] = float((i * 29 + 5) % 11 - 5), b[i] = floatToHalfBits(bf[i]);
   for (int i = 0; i < 128; ++i) c[i] = float((i * 53 + 7) % 31 - 15);
   for (int f = 0; f < 2; ++f)
     for (int r8 = 0; r8 < 8; ++r8)
