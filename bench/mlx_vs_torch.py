@@ -39,12 +39,14 @@ TORCH_DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 class Item:
     """A benchmark: `setup(ctx, rng)` uploads inputs and returns (launch, read, torch_fn, torch_inputs); `launch()`
     records one repetition on ctx, `read()` returns our output as float64, `torch_fn(*torch_inputs)` computes the
-    same op on CUDA. bytes / flops: the minimum traffic / arithmetic of one repetition."""
+    same op on CUDA. bytes / flops: the minimum traffic / arithmetic of one repetition. reference: (label, factory),
+    a second CUDA implementation timed like PyTorch's, `factory()(*torch_inputs)` (bench/cuda_tile_gemm.py)."""
 
-    def __init__(self, name, kernels, setup, nbytes=0, flops=0, tol=2e-2, note=""):
+    def __init__(self, name, kernels, setup, nbytes=0, flops=0, tol=2e-2, note="", reference=None):
         """kernels: [(file relative to MLX's kernels folder, entry point), ...]"""
         self.name, self.kernels, self.setup = name, kernels, setup
         self.nbytes, self.flops, self.tol, self.note = nbytes, flops, tol, note
+        self.reference = reference
 
 
 def torch_tensor(values, dt):
@@ -184,21 +186,40 @@ class Matrix:
         self.buf = ctx.buffer(store(values, dt))
 
 
-def steel_gemm_item(dt, n):
+def steel_gemm_item(dt, n, devc=None):
+    """MLX's steel GEMM with the tile MLX's matmul.cpp picks for device class `devc` (default: the run suite's), and
+    as reference a hand-written CUDA kernel with the same tile and loop structure (bench/cuda_tile_gemm.py)."""
     import steel_gemm as sg
+
+    devc = devc or sg.DEVC
+
+    def with_devc(fn):
+        def run(*a):
+            saved, sg.DEVC = sg.DEVC, devc
+            try:
+                return fn(*a)
+            finally:
+                sg.DEVC = saved
+        return run
 
     def setup(ctx, rng):
         a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
         b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
         A, B = Matrix(ctx, a, dt), Matrix(ctx, b, dt)
         out = m2v.Buffer(n * n * itemsize(dt))
-        return (lambda: sg.matmul(ctx, dt, A, B, [n, n], out), lambda: ctx.read(out, dt, (n, n)), torch.matmul,
-                [torch_tensor(a, dt), torch_tensor(b, dt)])
+        return (with_devc(lambda: sg.matmul(ctx, dt, A, B, [n, n], out)), lambda: ctx.read(out, dt, (n, n)),
+                torch.matmul, [torch_tensor(a, dt), torch_tensor(b, dt)])
 
-    names = sg.matmul_kernels(dt, False, False, n, n, n, 1)
+    names = with_devc(sg.matmul_kernels)(dt, False, False, n, n, n, 1)
     file = sg.FILE_SPLITK if "splitk" in names[0] else sg.FILE_FUSED
-    return Item(f"steel GEMM {dt} {n}^3", [(file, k) for k in names], setup, flops=2 * n ** 3, tol=5e-2,
-                note=f"{names[0]} (MLX's tile choice for device class '{sg.DEVC}')")
+    tile = sg.gemm_tparams(devc, dt, False, False, n, n, n, 1)
+    reference = None
+    if "splitk" not in names[0]:
+        from cuda_tile_gemm import tile_gemm
+        reference = ("same-tile CUDA", lambda: tile_gemm(dt, tile))
+    suffix = "" if devc == sg.DEVC else f" (device class '{devc}')"
+    return Item(f"steel GEMM {dt} {n}^3{suffix}", [(file, k) for k in names], setup, flops=2 * n ** 3, tol=5e-2,
+                note=f"{names[0]} (MLX's tile choice for device class '{devc}')", reference=reference)
 
 
 def sdpa_decode_item(dt, heads=32, keys=4096, d=128, arch="d"):
@@ -295,6 +316,8 @@ def items():
     for dt in ("f16", "bf16"):
         for n in (4096, 8192):
             out.append(steel_gemm_item(dt, n))
+    # the tile MLX picks for other device classes (two simdgroups per dimension)
+    out.append(steel_gemm_item("f16", 4096, devc="s"))
     for dt in ("f32", "f16", "bf16"):
         out.append(sdpa_decode_item(dt))
     out.append(gemv_item("f16", 8192))
@@ -403,10 +426,20 @@ def measure_all(its, runner, rng, rows, args):
             ours_us, dispatches = time_ours(runner, ctx, launch, args.reps, args.warmup_ms / 1e3)
             torch_us, ty = time_torch(fn, targs, args.reps, args.warmup_ms / 1e3)
             got = read()
-            want = ty.float().cpu().numpy().astype(np.float64).reshape(got.shape)
-            err = float(np.max(np.abs(got - want) / np.maximum(1, np.abs(want))))
+
+            def difference(y):
+                want = y.float().cpu().numpy().astype(np.float64).reshape(got.shape)
+                return float(np.max(np.abs(got - want) / np.maximum(1, np.abs(want))))
+
+            err = difference(ty)
             row.update(ours_us=ours_us, torch_us=torch_us, ratio=ours_us / torch_us, dispatches=dispatches,
                        max_diff_vs_torch=err, outputs_agree=err <= it.tol)
+            if it.reference:
+                label, factory = it.reference
+                ref_us, ry = time_torch(factory(), targs, args.reps, args.warmup_ms / 1e3)
+                ref_err = difference(ry)
+                row.update(reference=label, reference_us=ref_us, ratio_to_reference=ours_us / ref_us,
+                           max_diff_vs_reference=ref_err, reference_agrees=ref_err <= it.tol)
             paths = {ctx.kernel(k).simdgroup_matrix_path for _, k in it.kernels} - {""}
             if paths:
                 row["simdgroup_matrix"] = ",".join(sorted(paths))
@@ -417,6 +450,8 @@ def measure_all(its, runner, rng, rows, args):
             if it.flops:
                 row["tflops"] = it.flops / ours_us / 1e6
                 row["torch_tflops"] = it.flops / torch_us / 1e6
+                if it.reference:
+                    row["reference_tflops"] = it.flops / row["reference_us"] / 1e6
                 row["peak_fraction"] = row["tflops"] / args.peak_tflops
         except Exception as e:  # reported in the table, never hidden
             row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -428,10 +463,12 @@ def measure_all(its, runner, rng, rows, args):
 
 def write_report(prefix, rows, dev, gpu, args):
     with open(prefix + ".json", "w") as f:
-        json.dump({"device": dev, "torch": torch.__version__, "gpu": gpu, "reps": args.reps,
+        json.dump({"device": dev, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "torch": torch.__version__, "gpu": gpu, "reps": args.reps,
                    "ceiling_gbs": args.ceiling_gbs, "peak_tflops": args.peak_tflops, "rows": rows}, f, indent=1)
     with open(prefix + ".md", "w") as f:
-        f.write(f"metal2vk device: {dev}; PyTorch {torch.__version__} on {gpu}; {args.reps} repetitions after a "
+        f.write(f"metal2vk device: {dev}; PyTorch {torch.__version__} on {gpu}; "
+                f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.reps} repetitions after a "
                 f"{args.warmup_ms:.0f} ms warm-up, each side.\n\n")
         f.write("| item | metal2vk µs | PyTorch µs | ratio (ours/torch) | ours GB/s or TFLOP/s | of ceiling | "
                 "PyTorch GB/s or TFLOP/s | dispatches | outputs agree | simdgroup_matrix |\n"
@@ -448,6 +485,17 @@ def write_report(prefix, rows, dev, gpu, args):
                     f"{frac:.0%} | {trate} | {r['dispatches']} | "
                     f"{'yes' if r['outputs_agree'] else 'NO'} ({r['max_diff_vs_torch']:.1g}) | "
                     f"{r.get('simdgroup_matrix', '')} |\n")
+        refs = [r for r in rows if "reference_us" in r]
+        if refs:
+            f.write("\nThe same items against a second CUDA implementation (bench/cuda_tile_gemm.py for the same-tile "
+                    "GEMM), timed like PyTorch's in the same run:\n\n"
+                    "| item | reference | metal2vk µs | reference µs | ratio (ours/reference) | ours TFLOP/s | "
+                    "reference TFLOP/s | PyTorch TFLOP/s | outputs agree |\n|---|---|---|---|---|---|---|---|---|\n")
+            for r in refs:
+                f.write(f"| {r['item']} | {r['reference']} | {r['ours_us']:.1f} | {r['reference_us']:.1f} | "
+                        f"{r['ratio_to_reference']:.2f} | {r.get('tflops', 0):.1f} | "
+                        f"{r.get('reference_tflops', 0):.1f} | {r.get('torch_tflops', 0):.1f} | "
+                        f"{'yes' if r['reference_agrees'] else 'NO'} ({r['max_diff_vs_reference']:.1g}) |\n")
 
 
 if __name__ == "__main__":

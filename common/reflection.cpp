@@ -67,6 +67,7 @@ std::string toJson(const KernelReflection& r, int indent) {
                                      kThreadgroupShapeSpecBase + 2};
   j["required_subgroup_size"] = r.requiredSubgroupSize;
   if (r.cooperativeMatrixMultiplies) j["cooperative_matrix_multiplies"] = r.cooperativeMatrixMultiplies;
+  if (!r.cooperativeMatrixShapes.empty()) j["cooperative_matrix_shapes"] = r.cooperativeMatrixShapes;
   j["capabilities"] = r.capabilities;
   j["extensions"] = r.extensions;
   return j.dump(indent);
@@ -132,6 +133,7 @@ std::optional<KernelReflection> reflectionFromJson(const std::string& text, std:
       r.dynamicThreadgroupMemory.push_back({u32(d.at("index"), "index"), u32(d.at("spec_id"), "spec_id")});
     r.requiredSubgroupSize = u32(j, "required_subgroup_size", 0);
     r.cooperativeMatrixMultiplies = u32(j, "cooperative_matrix_multiplies", 0);
+    r.cooperativeMatrixShapes = j.value("cooperative_matrix_shapes", std::vector<std::string>{});
     r.capabilities = j.value("capabilities", std::vector<std::string>{});
     r.extensions = j.value("extensions", std::vector<std::string>{});
     return r;

@@ -72,7 +72,7 @@ EntryResult compileEntry(const llvm::Module& module, const frontend::EntryFacts&
   std::unique_ptr<llvm::Module> m = lower::extractEntry(module, entry.mangledName);
   if (!m) entryDiags.internal("the front end emitted no function for kernel '" + entry.entryName + "'");
   std::unique_ptr<llvm::Module> cooperativeCopy;
-  if (m && options.cooperativeMatrix && lower::mayMultiplyHalfMatrices(*m)) cooperativeCopy = llvm::CloneModule(*m);
+  if (m && options.cooperativeMatrix && lower::mayMultiply16BitMatrices(*m)) cooperativeCopy = llvm::CloneModule(*m);
   std::string loweredIR;
   std::optional<CompiledModule> main;
   if (m) main = buildModule(*m, entry, fcs, sources, options, lower::MatrixPath::Shuffle, entryDiags, &loweredIR);

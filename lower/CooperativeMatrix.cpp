@@ -10,7 +10,10 @@
 // The device's smallest f16 shape is 16x8x8 (M x N x K; docs/SIMDGROUP_MATRIX.md): an 8x8 fragment is the top
 // half of the 16x8 A and C matrices; B is 8x8. Conversions then cancel where values only move between multiplies
 // (the accumulator carried across a k loop), and two multiplies that share B fill one 16x8x8 operation.
-// LoadFragmentsInDeviceLayoutPass (FragmentLoads.cpp) then removes the permutations of loaded fragments.
+// LoadFragmentsInDeviceLayoutPass (FragmentLoads.cpp) then removes the permutations of loaded fragments,
+// FuseKStepsPass joins consecutive k steps into 16x8x16 operations, and FuseColumnBlocksPass joins bfloat ones that
+// share A into 16x16x16 operations (the only bfloat shape; the emitter pads smaller bfloat forms into it).
+// Multiplies of bfloat values take the same path as those of half values, with bfloat pairs.
 //
 // The per-lane element order of the device's matrices is not part of Vulkan: the module assumes NVIDIA's mma
 // layout (docs/SIMDGROUP_MATRIX.md) and the runtime checks it with a probe kernel before choosing this module.
@@ -39,50 +42,52 @@ std::vector<llvm::CallInst*> stdlibCalls(llvm::Module& m, llvm::StringRef name) 
   return calls;
 }
 
-// True when every element of `v` is a half value (a half, a float extended from one, a constant half holds
-// exactly), looking through element moves, phis and selects.
-bool holdsHalfValues(llvm::Value* v, std::set<llvm::Value*>& seen) {
+// True when every element of `v` is a value of the 16-bit type `narrow` (half or bfloat): one of them, a float
+// extended from one, a constant it holds exactly; looking through element moves, phis and selects.
+bool holdsValuesOf(llvm::Type* narrow, llvm::Value* v, std::set<llvm::Value*>& seen) {
   if (!seen.insert(v).second) return true;  // a cycle of phis only moves values
+  auto holds = [&](llvm::Value* x) { return holdsValuesOf(narrow, x, seen); };
   llvm::Type* st = v->getType()->getScalarType();
-  if (st->isHalfTy()) return true;
+  if (st == narrow) return true;
   if (!st->isFloatTy()) return false;
   if (llvm::isa<llvm::PoisonValue, llvm::UndefValue>(v)) return true;
   if (auto* c = llvm::dyn_cast<llvm::ConstantFP>(v)) {
     bool lost = false;
     llvm::APFloat f = c->getValueAPF();
-    f.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    f.convert(narrow->getFltSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
     return !lost;
   }
   if (auto* c = llvm::dyn_cast<llvm::Constant>(v); c && v->getType()->isVectorTy()) {
     auto* vt = llvm::cast<llvm::FixedVectorType>(v->getType());
     for (unsigned i = 0; i < vt->getNumElements(); ++i)
-      if (!holdsHalfValues(c->getAggregateElement(i), seen)) return false;
+      if (!holds(c->getAggregateElement(i))) return false;
     return true;
   }
-  if (auto* ext = llvm::dyn_cast<llvm::FPExtInst>(v)) return ext->getSrcTy()->getScalarType()->isHalfTy();
+  if (auto* ext = llvm::dyn_cast<llvm::FPExtInst>(v)) return ext->getSrcTy()->getScalarType() == narrow;
   if (auto* ins = llvm::dyn_cast<llvm::InsertElementInst>(v))
-    return holdsHalfValues(ins->getOperand(0), seen) && holdsHalfValues(ins->getOperand(1), seen);
-  if (auto* ext = llvm::dyn_cast<llvm::ExtractElementInst>(v)) return holdsHalfValues(ext->getVectorOperand(), seen);
+    return holds(ins->getOperand(0)) && holds(ins->getOperand(1));
+  if (auto* ext = llvm::dyn_cast<llvm::ExtractElementInst>(v)) return holds(ext->getVectorOperand());
   if (auto* sh = llvm::dyn_cast<llvm::ShuffleVectorInst>(v))
-    return holdsHalfValues(sh->getOperand(0), seen) && holdsHalfValues(sh->getOperand(1), seen);
-  if (auto* sel = llvm::dyn_cast<llvm::SelectInst>(v))
-    return holdsHalfValues(sel->getTrueValue(), seen) && holdsHalfValues(sel->getFalseValue(), seen);
-  if (auto* phi = llvm::dyn_cast<llvm::PHINode>(v)) {
-    for (llvm::Value* in : phi->incoming_values())
-      if (!holdsHalfValues(in, seen)) return false;
-    return true;
-  }
+    return holds(sh->getOperand(0)) && holds(sh->getOperand(1));
+  if (auto* sel = llvm::dyn_cast<llvm::SelectInst>(v)) return holds(sel->getTrueValue()) && holds(sel->getFalseValue());
+  if (auto* phi = llvm::dyn_cast<llvm::PHINode>(v)) return llvm::all_of(phi->incoming_values(), holds);
   return false;
 }
 
-bool holdsHalfValues(llvm::Value* v) {
-  std::set<llvm::Value*> seen;
-  return holdsHalfValues(v, seen);
+// The 16-bit type (half, else bfloat) whose values both operands of a multiply hold, or null.
+llvm::Type* multipliedType(llvm::Value* a, llvm::Value* b) {
+  llvm::LLVMContext& ctx = a->getContext();
+  for (llvm::Type* narrow : {llvm::Type::getHalfTy(ctx), llvm::Type::getBFloatTy(ctx)}) {
+    std::set<llvm::Value*> seen;
+    if (holdsValuesOf(narrow, a, seen) && holdsValuesOf(narrow, b, seen)) return narrow;
+  }
+  return nullptr;
 }
 
-// `v` (float elements that hold half values) as half elements: the halves themselves where `v` is built element by
-// element from extended halves (MLX's fragments), saving a conversion there and back; an fptrunc otherwise.
-llvm::Value* halfElements(llvm::IRBuilder<>& b, llvm::Value* v, llvm::Type* halfVector) {
+// `v` (float elements that hold values of a 16-bit type) as elements of that type: those values themselves where `v`
+// is built element by element from extended ones (MLX's fragments), saving a conversion there and back; an fptrunc
+// otherwise.
+llvm::Value* narrowElements(llvm::IRBuilder<>& b, llvm::Value* v, llvm::Type* narrowVector) {
   auto* vt = llvm::cast<llvm::FixedVectorType>(v->getType());
   std::vector<llvm::Value*> elems(vt->getNumElements(), nullptr);
   for (llvm::Value* at = v; auto* ins = llvm::dyn_cast<llvm::InsertElementInst>(at); at = ins->getOperand(0)) {
@@ -90,10 +95,10 @@ llvm::Value* halfElements(llvm::IRBuilder<>& b, llvm::Value* v, llvm::Type* half
     if (!index || index->getZExtValue() >= elems.size()) break;
     if (!elems[index->getZExtValue()]) elems[index->getZExtValue()] = ins->getOperand(1);
   }
-  llvm::Value* out = llvm::PoisonValue::get(halfVector);
+  llvm::Value* out = llvm::PoisonValue::get(narrowVector);
   for (size_t i = 0; i < elems.size(); ++i) {
     auto* ext = llvm::dyn_cast_or_null<llvm::FPExtInst>(elems[i]);
-    if (!ext || !ext->getSrcTy()->isHalfTy()) return b.CreateFPTrunc(v, halfVector);
+    if (!ext || ext->getSrcTy() != narrowVector->getScalarType()) return b.CreateFPTrunc(v, narrowVector);
     out = b.CreateInsertElement(out, ext->getOperand(0), uint64_t(i));
   }
   return out;
@@ -113,23 +118,52 @@ class MatrixOps {
   explicit MatrixOps(llvm::Module& m) : m_(m), ctx_(m.getContext()) {}
 
   llvm::Type* v2(llvm::Type* e) { return llvm::FixedVectorType::get(e, 2); }
-  llvm::Type* half2() { return v2(llvm::Type::getHalfTy(ctx_)); }
   llvm::Type* float2() { return v2(llvm::Type::getFloatTy(ctx_)); }
 
   llvm::Value* permute(llvm::IRBuilder<>& b, const char* kind, llvm::Value* v) {
     if (isSplatConstant(v)) return v;  // the same in every layout
-    std::string suffix = v->getType()->getScalarType()->isHalfTy() ? ".v2f16" : ".v2f32";
-    return b.CreateCall(declare(std::string(kind) + suffix, v->getType(), {v->getType()}), {v});
+    return b.CreateCall(declare(std::string(kind) + ".v2" + typeSuffix(v->getType()), v->getType(), {v->getType()}),
+                        {v});
   }
-  // <4 x float> (top row pair, bottom row pair of the 16x8 result) = a * b + c
+  // <4 x float> (top row pair, bottom row pair of the 16x8 result) = a * b + c, on pairs of a 16-bit type
   llvm::CallInst* mma(llvm::IRBuilder<>& b, llvm::Value* aTop, llvm::Value* aBottom, llvm::Value* bm, llvm::Value* cTop,
                       llvm::Value* cBottom) {
+    llvm::Type* p = bm->getType();
+    return call(b, pseudo::kCoopMatMulAdd, float4(), {p, p, p, float2(), float2()}, {aTop, aBottom, bm, cTop, cBottom});
+  }
+  // mma(a0, b0, mma(a1, b1, c)) as one 16x8x16 operation: k 0..7 from `first`, k 8..15 from `second`
+  llvm::CallInst* mmaK16(llvm::IRBuilder<>& b, llvm::CallInst* first, llvm::CallInst* second) {
+    llvm::Type* p = first->getArgOperand(2)->getType();
+    return call(b, pseudo::kCoopMatMulAddK16, float4(), {p, p, p, p, p, p, float2(), float2()},
+                {first->getArgOperand(0), first->getArgOperand(1), second->getArgOperand(0), second->getArgOperand(1),
+                 first->getArgOperand(2), second->getArgOperand(2), first->getArgOperand(3), first->getArgOperand(4)});
+  }
+  // Two 16x8x16 operations with the same A as one 16x16x16 operation: columns 0..7 from `left`, 8..15 from `right`
+  llvm::CallInst* mmaN16(llvm::IRBuilder<>& b, llvm::CallInst* left, llvm::CallInst* right) {
+    llvm::Type* p = left->getArgOperand(4)->getType();
+    std::vector<llvm::Value*> args;
+    for (unsigned i = 0; i < 4; ++i) args.push_back(left->getArgOperand(i));
+    for (llvm::CallInst* side : {left, right})
+      for (unsigned i = 4; i < 6; ++i) args.push_back(side->getArgOperand(i));
+    for (llvm::CallInst* side : {left, right})
+      for (unsigned i = 6; i < 8; ++i) args.push_back(side->getArgOperand(i));
     llvm::Type* f4 = llvm::FixedVectorType::get(llvm::Type::getFloatTy(ctx_), 4);
-    llvm::Function* f = declare(pseudo::kCoopMatMulAddF16, f4, {half2(), half2(), half2(), float2(), float2()});
-    return b.CreateCall(f, {aTop, aBottom, bm, cTop, cBottom});
+    return call(b, pseudo::kCoopMatMulAddN16, llvm::StructType::get(ctx_, {f4, f4}),
+                {p, p, p, p, p, p, p, p, float2(), float2(), float2(), float2()}, args);
   }
 
  private:
+  static std::string typeSuffix(llvm::Type* pair) {
+    llvm::Type* e = pair->getScalarType();
+    return e->isHalfTy() ? "f16" : e->isBFloatTy() ? "bf16" : "f32";
+  }
+  llvm::Type* float4() { return llvm::FixedVectorType::get(llvm::Type::getFloatTy(ctx_), 4); }
+  // A multiply named `shape` + its element type.
+  llvm::CallInst* call(llvm::IRBuilder<>& b, const char* shape, llvm::Type* result, std::vector<llvm::Type*> params,
+                       llvm::ArrayRef<llvm::Value*> args) {
+    std::string name = shape + typeSuffix(params[0]);
+    return b.CreateCall(declare(name, result, std::move(params)), args);
+  }
   llvm::Function* declare(const std::string& name, llvm::Type* result, std::vector<llvm::Type*> params) {
     auto fc = m_.getOrInsertFunction(name, llvm::FunctionType::get(result, params, false));
     auto* f = llvm::cast<llvm::Function>(fc.getCallee());
@@ -244,37 +278,31 @@ bool sinkDependents(llvm::Instruction* from, llvm::Instruction* to) {
   return true;
 }
 
-// Two unpaired multiplies in one block that share B and do not depend on each other become one 16x8x8 operation,
-// placed where the second one was.
-bool pairMultiplies(MatrixOps& ops, llvm::BasicBlock& bb) {
-  std::vector<llvm::CallInst*> single;
-  for (llvm::Instruction& i : bb)
-    if (llvm::CallInst* c = callToPseudo(&i, pseudo::kCoopMatMulAddF16);
-        c && isZero(c->getArgOperand(1)) && isZero(c->getArgOperand(4)))
-      single.push_back(c);
+// Whether `second` (later in the same block) does not depend on `first`, after moving what depends on `first` past
+// `second`: then one operation at `second` can compute both.
+bool canMeet(llvm::Instruction* first, llvm::Instruction* second) {
+  std::set<llvm::Value*> afterFirst{first};
+  for (llvm::Instruction* i = first->getNextNode(); i != second; i = i->getNextNode())
+    if (llvm::any_of(i->operands(), [&](llvm::Value* op) { return afterFirst.count(op) != 0; })) afterFirst.insert(i);
+  for (llvm::Value* op : second->operands())
+    if (afterFirst.count(op)) return false;
+  return sinkDependents(first, second);
+}
+
+// Pairs up calls of `candidates` (in block order), each at most once, for which `match(first, second)` holds:
+// `combine(builder at second, first, second)` replaces their uses, then both are erased. Whether any pair was made.
+template <typename Match, typename Combine>
+bool pairUp(const std::vector<llvm::CallInst*>& candidates, Match match, Combine combine) {
   bool changed = false;
   std::set<llvm::CallInst*> used;
-  for (size_t x = 0; x < single.size(); ++x) {
-    llvm::CallInst* first = single[x];
+  for (size_t x = 0; x < candidates.size(); ++x) {
+    llvm::CallInst* first = candidates[x];
     if (used.count(first)) continue;
-    for (size_t y = x + 1; y < single.size(); ++y) {
-      llvm::CallInst* second = single[y];
-      if (used.count(second) || second->getArgOperand(2) != first->getArgOperand(2)) continue;
-      std::set<llvm::Value*> afterFirst;  // does `second` depend on `first`?
-      bool independent = true;
-      afterFirst.insert(first);
-      for (llvm::Instruction* i = first->getNextNode(); i != second; i = i->getNextNode())
-        if (llvm::any_of(i->operands(), [&](llvm::Value* op) { return afterFirst.count(op) != 0; }))
-          afterFirst.insert(i);
-      for (llvm::Value* op : second->operands()) independent &= afterFirst.count(op) == 0;
-      if (!independent || !sinkDependents(first, second)) continue;
+    for (size_t y = x + 1; y < candidates.size(); ++y) {
+      llvm::CallInst* second = candidates[y];
+      if (used.count(second) || !match(first, second)) continue;
       llvm::IRBuilder<> b(second);
-      llvm::CallInst* both = ops.mma(b, first->getArgOperand(0), second->getArgOperand(0), first->getArgOperand(2),
-                                     first->getArgOperand(3), second->getArgOperand(3));
-      // each result keeps the shape of an unpaired one: its rows on top, zero below
-      llvm::Value* bottom = b.CreateShuffleVector(both, llvm::Constant::getNullValue(both->getType()), {2, 3, 4, 5});
-      first->replaceAllUsesWith(both);
-      second->replaceAllUsesWith(bottom);
+      combine(b, first, second);
       first->eraseFromParent();
       second->eraseFromParent();
       used.insert(first);
@@ -286,12 +314,119 @@ bool pairMultiplies(MatrixOps& ops, llvm::BasicBlock& bb) {
   return changed;
 }
 
+// Two unpaired multiplies in one block that share B and do not depend on each other become one 16x8x8 operation,
+// placed where the second one was.
+bool pairMultiplies(MatrixOps& ops, llvm::BasicBlock& bb) {
+  std::vector<llvm::CallInst*> single;
+  for (llvm::Instruction& i : bb)
+    if (llvm::CallInst* c = callToPseudo(&i, pseudo::kCoopMatMulAdd);
+        c && isZero(c->getArgOperand(1)) && isZero(c->getArgOperand(4)))
+      single.push_back(c);
+  return pairUp(
+      single,
+      [](llvm::CallInst* first, llvm::CallInst* second) {
+        return second->getArgOperand(2) == first->getArgOperand(2) && canMeet(first, second);
+      },
+      [&](llvm::IRBuilder<>& b, llvm::CallInst* first, llvm::CallInst* second) {
+        llvm::CallInst* both = ops.mma(b, first->getArgOperand(0), second->getArgOperand(0), first->getArgOperand(2),
+                                       first->getArgOperand(3), second->getArgOperand(3));
+        // each result keeps the shape of an unpaired one: its rows on top, zero below
+        llvm::Value* bottom = b.CreateShuffleVector(both, llvm::Constant::getNullValue(both->getType()), {2, 3, 4, 5});
+        first->replaceAllUsesWith(both);
+        second->replaceAllUsesWith(bottom);
+      });
+}
+
+// `v` is `shufflevector <4 x float> op, _, <first, first + 1>` of a 16x8x8 operation: that operation.
+llvm::CallInst* halfOfResult(llvm::Value* v, int first) {
+  auto* sh = llvm::dyn_cast<llvm::ShuffleVectorInst>(v);
+  if (!sh || !sh->hasOneUse()) return nullptr;
+  llvm::ArrayRef<int> mask = sh->getShuffleMask();
+  if (mask.size() != 2 || mask[0] != first || mask[1] != first + 1) return nullptr;
+  return callToPseudo(sh->getOperand(0), pseudo::kCoopMatMulAdd);
+}
+
+// A 16x8x8 operation whose accumulator is the whole result of another one in the same block, and nothing else
+// uses that result (consecutive k steps of a block multiply): one 16x8x16 operation computes both, at the second.
+// Its k 0..7 half is the first operation's operands, its k 8..15 half the second's; the device's 16x8x16 lane layout
+// is the two 16x8x8 layouts side by side (docs/SIMDGROUP_MATRIX.md), so no element moves.
+bool fuseKSteps(MatrixOps& ops, llvm::BasicBlock& bb) {
+  std::vector<llvm::CallInst*> seconds;
+  for (llvm::Instruction& i : bb)
+    if (llvm::CallInst* c = callToPseudo(&i, pseudo::kCoopMatMulAdd)) seconds.push_back(c);
+  bool changed = false;
+  std::set<llvm::CallInst*> fused;
+  for (llvm::CallInst* second : seconds) {
+    if (fused.count(second)) continue;
+    llvm::CallInst* first = halfOfResult(second->getArgOperand(3), 0);
+    if (!first || fused.count(first) || first->getParent() != &bb ||
+        first->getArgOperand(2)->getType() != second->getArgOperand(2)->getType())
+      continue;
+    // The bottom half either continues first's bottom half, or both are empty.
+    llvm::Value* bottom = second->getArgOperand(4);
+    bool bottomContinues = halfOfResult(bottom, 2) == first;
+    bool bothEmpty = isZero(bottom) && isZero(first->getArgOperand(1)) && isZero(first->getArgOperand(4));
+    if (!bottomContinues && !bothEmpty) continue;
+    if (first->getNumUses() != (bottomContinues ? 2u : 1u)) continue;
+    llvm::IRBuilder<> b(second);
+    llvm::CallInst* both = ops.mmaK16(b, first, second);
+    second->replaceAllUsesWith(both);
+    std::vector<llvm::Instruction*> dead{second};
+    for (llvm::User* u : first->users()) dead.push_back(llvm::cast<llvm::Instruction>(u));
+    for (llvm::Instruction* d : dead) d->eraseFromParent();
+    first->eraseFromParent();
+    fused.insert(first);
+    fused.insert(second);
+    changed = true;
+  }
+  return changed;
+}
+
+// Two bfloat 16x8x16 operations in one block with the same A and independent of each other become one 16x16x16
+// operation (this GPU's only bfloat shape), at the second; each result is its half of the 16x16 result.
+bool fuseColumnBlocks(MatrixOps& ops, llvm::BasicBlock& bb) {
+  std::vector<llvm::CallInst*> k16;
+  for (llvm::Instruction& i : bb)
+    if (llvm::CallInst* c = callToPseudo(&i, pseudo::kCoopMatMulAddK16);
+        c && c->getArgOperand(4)->getType()->getScalarType()->isBFloatTy())
+      k16.push_back(c);
+  auto sameA = [](llvm::CallInst* x, llvm::CallInst* y) {
+    for (unsigned i = 0; i < 4; ++i)
+      if (x->getArgOperand(i) != y->getArgOperand(i)) return false;
+    return true;
+  };
+  return pairUp(
+      k16, [&](llvm::CallInst* left, llvm::CallInst* right) { return sameA(left, right) && canMeet(left, right); },
+      [&](llvm::IRBuilder<>& b, llvm::CallInst* left, llvm::CallInst* right) {
+        llvm::CallInst* both = ops.mmaN16(b, left, right);
+        left->replaceAllUsesWith(b.CreateExtractValue(both, 0));
+        right->replaceAllUsesWith(b.CreateExtractValue(both, 1));
+      });
+}
+
+// Runs a block rewrite on every block of `m`.
+llvm::PreservedAnalyses inEveryBlock(llvm::Module& m, bool (*rewrite)(MatrixOps&, llvm::BasicBlock&)) {
+  MatrixOps ops(m);
+  bool changed = false;
+  for (llvm::Function& f : m)
+    for (llvm::BasicBlock& bb : f) changed |= rewrite(ops, bb);
+  return changed ? llvm::PreservedAnalyses::none() : llvm::PreservedAnalyses::all();
+}
+
 }  // namespace
+
+llvm::PreservedAnalyses FuseColumnBlocksPass::run(llvm::Module& m, llvm::ModuleAnalysisManager&) {
+  return inEveryBlock(m, fuseColumnBlocks);
+}
+
+llvm::PreservedAnalyses FuseKStepsPass::run(llvm::Module& m, llvm::ModuleAnalysisManager&) {
+  return inEveryBlock(m, fuseKSteps);
+}
 
 llvm::PreservedAnalyses ResolveMatrixPathPass::run(llvm::Module& m, llvm::ModuleAnalysisManager&) {
   std::vector<llvm::CallInst*> calls = stdlibCalls(m, "simd_mma_cooperative");
   for (llvm::CallInst* call : calls) {
-    bool ok = cooperative && holdsHalfValues(call->getArgOperand(0)) && holdsHalfValues(call->getArgOperand(1));
+    bool ok = cooperative && multipliedType(call->getArgOperand(0), call->getArgOperand(1));
     if (ok) *cooperativeMultiplies += 1;
     call->replaceAllUsesWith(llvm::ConstantInt::getBool(m.getContext(), ok));
     call->eraseFromParent();
@@ -303,27 +438,29 @@ llvm::PreservedAnalyses CooperativeMatrixPass::run(llvm::Module& m, llvm::Module
   std::vector<llvm::CallInst*> calls = stdlibCalls(m, "simd_mma");
   if (calls.empty()) return llvm::PreservedAnalyses::all();
   MatrixOps ops(m);
-  std::map<llvm::Value*, llvm::Value*> truncated;  // one fptrunc per value, right after it
+  std::map<std::pair<llvm::Value*, llvm::Type*>, llvm::Value*> narrowed;  // one per value and type, right after it
   for (llvm::CallInst* call : calls) {
     llvm::IRBuilder<> b(call);
-    auto asHalf = [&](llvm::Value* v) {
-      if (v->getType()->getScalarType()->isHalfTy()) return v;
-      llvm::Value*& t = truncated[v];
+    // ResolveMatrixPathPass let only multiplies of half or bfloat values through
+    llvm::Type* pair = ops.v2(multipliedType(call->getArgOperand(0), call->getArgOperand(1)));
+    auto asNarrow = [&](llvm::Value* v) {
+      if (v->getType() == pair) return v;
+      llvm::Value*& t = narrowed[{v, pair}];
       if (!t) {
         auto* def = llvm::dyn_cast<llvm::Instruction>(v);
         llvm::IRBuilder<> at(call);
         if (def)
           at.SetInsertPoint(def->getParent(), llvm::isa<llvm::PHINode>(def) ? def->getParent()->getFirstInsertionPt()
                                                                             : std::next(def->getIterator()));
-        t = halfElements(at, v, ops.half2());
+        t = narrowElements(at, v, pair);
       }
       return t;
     };
-    llvm::Value* a = ops.permute(b, pseudo::kSgmToNvAC, asHalf(call->getArgOperand(0)));
-    llvm::Value* bm = ops.permute(b, pseudo::kSgmToNvB, asHalf(call->getArgOperand(1)));
+    llvm::Value* a = ops.permute(b, pseudo::kSgmToNvAC, asNarrow(call->getArgOperand(0)));
+    llvm::Value* bm = ops.permute(b, pseudo::kSgmToNvB, asNarrow(call->getArgOperand(1)));
     llvm::Value* c = ops.permute(b, pseudo::kSgmToNvAC, call->getArgOperand(2));
     llvm::Value* d =
-        ops.mma(b, a, llvm::Constant::getNullValue(ops.half2()), bm, c, llvm::Constant::getNullValue(ops.float2()));
+        ops.mma(b, a, llvm::Constant::getNullValue(pair), bm, c, llvm::Constant::getNullValue(ops.float2()));
     llvm::Value* top = b.CreateShuffleVector(d, {0, 1});
     call->replaceAllUsesWith(ops.permute(b, pseudo::kSgmToApple, top));
     call->eraseFromParent();

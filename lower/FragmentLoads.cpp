@@ -5,6 +5,16 @@
 // came from is recomputed for the lane that holds it in the device's layout, which removes the permutation's
 // shuffles. Sound when the address depends on the lane only through the subgroup lane id and otherwise on values
 // every lane of the subgroup shares; anything else keeps the permutation.
+//
+// A B fragment in threadgroup memory whose element (r, c) provably lies at base + r * rowStep + c * colStep, with
+// one step 2 bytes and the other a constant multiple of 16 bytes, and base 16-byte aligned, is one cooperative-matrix
+// load instead (m2v.coopmat.load_b: the device's own transposing load; its two elements lie in two rows otherwise).
+#include <llvm/Analysis/AssumptionCache.h>
+#include <llvm/Analysis/ConstantFolding.h>
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/Analysis/ScalarEvolution.h>
+#include <llvm/Analysis/ScalarEvolutionExpressions.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/CFG.h>
 #include <llvm/IR/Dominators.h>
@@ -52,7 +62,14 @@ class LaneRewriter {
           op.set(r);
         else
           ok = false;
-      if (ok) {
+      if (ok && llvm::all_of(copy->operands(), [](llvm::Use& op) { return llvm::isa<llvm::Constant>(op.get()); })) {
+        // another lane's constant arithmetic (the lane id given as a constant): fold it
+        out = llvm::ConstantFoldInstruction(copy, i->getModule()->getDataLayout());
+        if (out)
+          copy->deleteValue();
+        else
+          copy->insertAfter(i->getIterator()), out = copy;
+      } else if (ok) {
         copy->insertAfter(i->getIterator());
         out = copy;
       } else {
@@ -163,11 +180,69 @@ struct IRLanes {
   }
 };
 
+// The Apple lane holding row r, columns 2p and 2p + 1 (IRLanes::appleLaneOf for constants).
+uint32_t appleLaneOf(uint32_t r, uint32_t p) { return (p & 1) | (r & 3) << 1 | (p >> 1) << 3 | (r >> 2) << 4; }
+
+// A half B fragment in threadgroup memory at base + r * rowStep + c * colStep (element (r, c), constant steps, one of
+// them 2 bytes, the other a multiple of 16; base 16-byte aligned) as one cooperative-matrix load; false otherwise.
+// The address of each of the 64 elements is the load's address as the Apple lane holding it computes it; the steps
+// are differences that ScalarEvolution proves constant.
+bool loadBAsCooperativeMatrix(llvm::CallInst* conversion, const std::array<llvm::LoadInst*, 2>& loads,
+                              llvm::LoadInst* last, LaneRewriter& lanes, llvm::ScalarEvolution& se) {
+  // A subgroup operation: only where the multiply runs (its block), never under a branch only some lanes take.
+  if (!conversion->getType()->getScalarType()->isHalfTy() || last->getParent() != conversion->getParent()) return false;
+  for (llvm::LoadInst* ld : loads)
+    if (ld->getPointerAddressSpace() != kThreadgroupAS || !ld->getType()->isHalfTy()) return false;
+  llvm::Type* laneType = lanes.lane()->getType();
+  auto address = [&](uint32_t r, uint32_t c) {
+    return lanes.rewrite(loads[c & 1]->getPointerOperand(), llvm::ConstantInt::get(laneType, appleLaneOf(r, c / 2)));
+  };
+  llvm::Value* base = address(0, 0);
+  if (!base) return false;
+  const llvm::SCEV* baseScev = se.getSCEV(base);
+  auto offset = [&](uint32_t r, uint32_t c) -> std::optional<int64_t> {
+    llvm::Value* p = address(r, c);
+    if (!p) return std::nullopt;
+    auto* k = llvm::dyn_cast<llvm::SCEVConstant>(se.getMinusSCEV(se.getSCEV(p), baseScev));
+    if (!k) return std::nullopt;
+    return k->getAPInt().getSExtValue();
+  };
+  std::optional<int64_t> rowStep = offset(1, 0), colStep = offset(0, 1);
+  if (!rowStep || !colStep) return false;
+  for (uint32_t r = 0; r < 8; ++r)
+    for (uint32_t c = 0; c < 8; ++c)
+      if (offset(r, c) != r * *rowStep + c * *colStep) return false;
+  bool columnMajor = *rowStep == 2;
+  int64_t stride = columnMajor ? *colStep : *rowStep;
+  if ((columnMajor ? *rowStep : *colStep) != 2 || stride <= 0 || stride % 16 || stride > INT32_MAX) return false;
+  const llvm::DataLayout& dl = conversion->getModule()->getDataLayout();
+  if (llvm::computeKnownBits(base, dl).countMinTrailingZeros() < 4) return false;
+
+  llvm::Module& m = *conversion->getModule();
+  llvm::IRBuilder<> b(last->getNextNode());
+  auto fc = m.getOrInsertFunction(
+      pseudo::kCoopMatLoadB,
+      llvm::FunctionType::get(conversion->getType(), {base->getType(), b.getInt32Ty(), b.getInt1Ty()}, false));
+  auto* f = llvm::cast<llvm::Function>(fc.getCallee());
+  f->setConvergent();
+  f->setDoesNotThrow();
+  f->addFnAttr(llvm::Attribute::WillReturn);
+  f->setOnlyReadsMemory();
+  f->setOnlyAccessesArgMemory();
+  llvm::Value* fragment = b.CreateCall(f, {base, b.getInt32(static_cast<uint32_t>(stride)), b.getInt1(columnMajor)});
+  conversion->replaceAllUsesWith(fragment);
+  conversion->eraseFromParent();
+  return true;
+}
+
 // Loads a fragment that to_nv_ac / to_nv_b would permute directly in the device's layout; false where it cannot.
-bool loadInDeviceLayout(llvm::CallInst* conversion, LaneRewriter& lanes) {
+bool loadInDeviceLayout(llvm::CallInst* conversion, LaneRewriter& lanes, llvm::ScalarEvolution& se) {
   auto loads = elementLoads(conversion->getArgOperand(0));
   if (!loads || !lanes.hasLane()) return false;
   bool isB = callToPseudo(conversion, pseudo::kSgmToNvB) != nullptr;
+  if ((*loads)[0]->getParent() != (*loads)[1]->getParent()) return false;
+  llvm::LoadInst* last = (*loads)[0]->comesBefore((*loads)[1]) ? (*loads)[1] : (*loads)[0];
+  if (isB && loadBAsCooperativeMatrix(conversion, *loads, last, lanes, se)) return true;
   llvm::IRBuilder<> lb(lanes.lane()->getNextNode());
   IRLanes l{lb, lanes.lane()};
   // Per result element k: the source lane, and whether it is that lane's element 1.
@@ -183,8 +258,6 @@ bool loadInDeviceLayout(llvm::CallInst* conversion, LaneRewriter& lanes) {
       second[k] = odd;
     }
   }
-  if ((*loads)[0]->getParent() != (*loads)[1]->getParent()) return false;
-  llvm::LoadInst* last = (*loads)[0]->comesBefore((*loads)[1]) ? (*loads)[1] : (*loads)[0];
   const llvm::DataLayout& dl = conversion->getModule()->getDataLayout();
   if (!isB) {
     // A and C: the device lane's two elements are adjacent in the source lane's row; one 4-byte load where the
@@ -231,13 +304,19 @@ llvm::PreservedAnalyses LoadFragmentsInDeviceLayoutPass::run(llvm::Module& m, ll
   for (llvm::Function& f : m) {
     if (f.isDeclaration()) continue;
     LaneRewriter lanes(f);
+    llvm::TargetLibraryInfoImpl libraryInfo(m.getTargetTriple());
+    llvm::TargetLibraryInfo library(libraryInfo);
+    llvm::AssumptionCache assumptions(f);
+    llvm::DominatorTree dominators(f);
+    llvm::LoopInfo loops(dominators);
+    llvm::ScalarEvolution se(f, library, assumptions, dominators, loops);
     std::vector<llvm::CallInst*> conversions;
     for (llvm::Instruction& i : llvm::instructions(f))
-      if (llvm::CallInst* c = callToPseudo(&i, pseudo::kSgmToNvAC); c && c->getType()->getScalarType()->isHalfTy())
+      if (llvm::CallInst* c = callToPseudo(&i, pseudo::kSgmToNvAC); c && c->getType()->getScalarSizeInBits() == 16)
         conversions.push_back(c);
       else if (llvm::CallInst* c = callToPseudo(&i, pseudo::kSgmToNvB))
         conversions.push_back(c);
-    for (llvm::CallInst* c : conversions) changed |= loadInDeviceLayout(c, lanes);
+    for (llvm::CallInst* c : conversions) changed |= loadInDeviceLayout(c, lanes, se);
   }
   return changed ? llvm::PreservedAnalyses::none() : llvm::PreservedAnalyses::all();
 }

@@ -41,13 +41,25 @@ inline constexpr const char* kThreadgroupShape = "m2v.threadgroup_shape";  // <3
 inline constexpr const char* kSpecPrefix = "m2v.spec.";                                 // T (i32 spec id), one per type
 inline constexpr const char* kBuiltinPrefix = "m2v.builtin.";  // workgroup_id, local_invocation_id, ...
 inline constexpr const char* kNever = "m2v.never";                                       // i1 (): false
-// simdgroup_matrix fragments between Apple's lane layout and the device's matrix layout (type suffix .v2f16/.v2f32;
-// lower/CooperativeMatrix.cpp), and the 16x8x8 multiply:
-// <4 x float> (<2 x half> a top, a bottom, b, <2 x float> c top, c bottom)
+// simdgroup_matrix fragments between Apple's lane layout and the device's matrix layout (type suffix .v2f16/.v2bf16/
+// .v2f32; lower/CooperativeMatrix.cpp), and the multiplies on the device's matrices. A multiply's name is a shape
+// prefix below plus its element type, "f16" or "bf16"; operands are per-lane pairs (<2 x half> or <2 x bfloat>, and
+// <2 x float> accumulators), the result the accumulator pairs:
 inline constexpr const char* kSgmToNvAC = "m2v.sgm.to_nv_ac";
 inline constexpr const char* kSgmToNvB = "m2v.sgm.to_nv_b";
 inline constexpr const char* kSgmToApple = "m2v.sgm.to_apple";
-inline constexpr const char* kCoopMatMulAddF16 = "m2v.coopmat.muladd.16x8x8.f16";
+// <4 x float> (a top, a bottom, b, c top, c bottom)
+inline constexpr const char* kCoopMatMulAdd = "m2v.coopmat.muladd.16x8x8.";
+// Two k steps: <4 x float> (a top, a bottom of k 0..7, the same of k 8..15, b of k 0..7, b of k 8..15, c top,
+// c bottom)
+inline constexpr const char* kCoopMatMulAddK16 = "m2v.coopmat.muladd.16x8x16.";
+// Two k steps of two column blocks that share A: {<4 x float>, <4 x float>} (one 16x8x16 result per column block) (the
+// four a pairs as for 16x8x16; b of k 0..7 and of k 8..15 for columns 0..7, the same for columns 8..15; c top,
+// c bottom of columns 0..7, the same of columns 8..15)
+inline constexpr const char* kCoopMatMulAddN16 = "m2v.coopmat.muladd.16x16x16.";
+// An 8x8 B fragment in the device's layout straight from threadgroup memory: <2 x half> (ptr addrspace(3) first
+// element, i32 row or column stride in bytes, i1 column major); the address and stride are 16-byte aligned.
+inline constexpr const char* kCoopMatLoadB = "m2v.coopmat.load_b.8x8.f16";
 inline constexpr const char* kDynamicThreadgroupMD = "m2v.dynamic_threadgroup";  // !{i32 index} on AS3 globals
 }  // namespace pseudo
 

@@ -79,8 +79,8 @@ struct ResolveMatrixPathPass : llvm::PassInfoMixin<ResolveMatrixPathPass> {
   unsigned* cooperativeMultiplies;
 };
 
-// Expands the cooperative multiplies into layout conversions and 16x8x8 cooperative-matrix operations, cancels the
-// conversions between multiplies and pairs multiplies that share an operand.
+// Expands the cooperative multiplies (half or bfloat operands) into layout conversions and 16x8x8 cooperative-matrix
+// operations, cancels the conversions between multiplies and pairs multiplies that share an operand.
 struct CooperativeMatrixPass : llvm::PassInfoMixin<CooperativeMatrixPass> {
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
 };
@@ -88,6 +88,17 @@ struct CooperativeMatrixPass : llvm::PassInfoMixin<CooperativeMatrixPass> {
 // Loads fragments that are permuted into the device's layout in that layout instead (addresses recomputed per lane;
 // lower/FragmentLoads.cpp).
 struct LoadFragmentsInDeviceLayoutPass : llvm::PassInfoMixin<LoadFragmentsInDeviceLayoutPass> {
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+};
+
+// Consecutive k steps of 16x8x8 operations (the second accumulates onto the first's whole result) become one 16x8x16
+// operation (lower/CooperativeMatrix.cpp).
+struct FuseKStepsPass : llvm::PassInfoMixin<FuseKStepsPass> {
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+};
+
+// Two bfloat 16x8x16 operations that share A become one 16x16x16 operation (lower/CooperativeMatrix.cpp).
+struct FuseColumnBlocksPass : llvm::PassInfoMixin<FuseColumnBlocksPass> {
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
 };
 
@@ -100,8 +111,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
                 const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& reflection,
                 Diagnostics& diags, MatrixPath path = MatrixPath::Shuffle);
 
-// True when the entry's module multiplies simdgroup matrices and has half values, so that a cooperative-matrix build
-// may differ from the portable one.
-bool mayMultiplyHalfMatrices(const llvm::Module& m);
+// True when the entry's module multiplies simdgroup matrices and has half or bfloat values, so that a
+// cooperative-matrix build may differ from the portable one.
+bool mayMultiply16BitMatrices(const llvm::Module& m);
 
 }  // namespace m2v::lower

@@ -145,6 +145,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     cse.addPass(llvm::InstCombinePass());
     cse.addPass(llvm::ADCEPass());
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cse)));
+    mpm.addPass(FuseKStepsPass());
+    mpm.addPass(FuseColumnBlocksPass());
     mpm.run(m, mam);
   }
 
@@ -194,20 +196,22 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
   return true;
 }
 
-bool mayMultiplyHalfMatrices(const llvm::Module& m) {
+bool mayMultiply16BitMatrices(const llvm::Module& m) {
   bool multiplies = false;
   for (const llvm::Function& f : m)
     multiplies |= !f.use_empty() && stdlibIntrinsicName(f) == "simd_mma_cooperative";
   if (!multiplies) return false;
-  // A cooperative multiply needs half operands (or floats extended from half): a kernel without a half value
-  // anywhere (MLX's float32 and bfloat16 instances) has none, and is not lowered a second time.
+  // A cooperative multiply needs half or bfloat operands (or floats extended from them): a kernel without such a
+  // value anywhere (MLX's float32 instances) has none, and is not lowered a second time.
+  auto narrow = [](const llvm::Value* v) {
+    const llvm::Type* t = v->getType()->getScalarType();
+    return t->isHalfTy() || t->isBFloatTy();
+  };
   for (const llvm::Function& f : m)
     for (const llvm::BasicBlock& bb : f)
-      for (const llvm::Instruction& i : bb) {
-        if (i.getType()->getScalarType()->isHalfTy()) return true;
-        for (const llvm::Value* op : i.operands())
-          if (op->getType()->getScalarType()->isHalfTy()) return true;
-      }
+      for (const llvm::Instruction& i : bb)
+        if (narrow(&i) || llvm::any_of(i.operands(), [&](const llvm::Use& op) { return narrow(op.get()); }))
+          return true;
   return false;
 }
 

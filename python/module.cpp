@@ -391,9 +391,11 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("cache_dir", []() { return moduleCacheDirectory(); });
   m.def(
-      "cooperative_matrix_unavailable_reason", []() { return cooperativeMatrixUnavailableReason(currentDevice()); },
-      "Why the process's device does not run cooperative-matrix builds of simdgroup_matrix multiplies ('' when it "
-      "does: the device offers the shape and its lane layout passed the probe kernel).");
+      "cooperative_matrix_unavailable_reason",
+      [](const std::string& element) { return cooperativeMatrixUnavailableReason(currentDevice(), element); },
+      py::arg("element") = "f16",
+      "Why the process's device does not run cooperative-matrix builds of simdgroup_matrix multiplies of `element` "
+      "('f16' or 'bf16'; '' when it does: the device offers the shapes and its lane layout passed the probe kernel).");
   m.def("clear_memory_cache", []() { clearMemoryCache(); });
   m.def("compiler_version", []() { return std::string(m2v::compilerVersion()); });
   m.attr("bfloat16") = bfloat16Dtype();

@@ -26,6 +26,16 @@ struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
   VkBool32 cooperativeMatrixRobustBufferAccess;
 };
 #endif
+// VK_KHR_shader_bfloat16 (bfloat cooperative matrices), which our headers predate as well.
+static constexpr const char* kShaderBfloat16ExtensionName = "VK_KHR_shader_bfloat16";
+static constexpr VkStructureType kStructureTypeShaderBfloat16FeaturesKhr = VkStructureType(1000141000);
+struct ShaderBfloat16FeaturesKhr {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 shaderBFloat16Type;
+  VkBool32 shaderBFloat16DotProduct;
+  VkBool32 shaderBFloat16CooperativeMatrix;
+};
 // VkCooperativeMatrixPropertiesKHR, with the component types as plain integers (VK_COMPONENT_TYPE_*).
 struct CooperativeMatrixPropertiesKhr {
   VkStructureType sType;
@@ -446,6 +456,7 @@ static void createLogicalDevice(DeviceState& state) {
   VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT atomicFloat2{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT};
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopMatrix{kStructureTypeCooperativeMatrixFeaturesKhr, nullptr, 0, 0};
+  ShaderBfloat16FeaturesKhr bfloat16{kStructureTypeShaderBfloat16FeaturesKhr, nullptr, 0, 0, 0};
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -466,6 +477,11 @@ static void createLogicalDevice(DeviceState& state) {
     coopMatrix.pNext = optionalChain;
     optionalChain = &coopMatrix;
     extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  if (has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && has(kShaderBfloat16ExtensionName)) {
+    bfloat16.pNext = optionalChain;
+    optionalChain = &bfloat16;
+    extensions.push_back(kShaderBfloat16ExtensionName);
   }
   v13.pNext = optionalChain;
   v12.pNext = &v13;
@@ -512,6 +528,8 @@ static void createLogicalDevice(DeviceState& state) {
   atomicFloat.pNext = nullptr;
   atomicFloat2.pNext = nullptr;
   coopMatrix.pNext = nullptr;
+  bfloat16.pNext = nullptr;
+  bfloat16.shaderBFloat16DotProduct = VK_FALSE;  // not used by any module
   void* enabledOptional = nullptr;
   if (has(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME)) {
     atomicFloat.pNext = enabledOptional;
@@ -524,6 +542,10 @@ static void createLogicalDevice(DeviceState& state) {
   if (has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
     coopMatrix.pNext = enabledOptional;
     enabledOptional = &coopMatrix;
+  }
+  if (has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && has(kShaderBfloat16ExtensionName)) {
+    bfloat16.pNext = enabledOptional;
+    enabledOptional = &bfloat16;
   }
   e13.pNext = enabledOptional;
   e12.pNext = &e13;
@@ -541,6 +563,8 @@ static void createLogicalDevice(DeviceState& state) {
   info.atomicFloat2 = has(VK_EXT_SHADER_ATOMIC_FLOAT_2_EXTENSION_NAME);
   info.cooperativeMatrix = has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && coopMatrix.cooperativeMatrix;
   if (info.cooperativeMatrix) info.cooperativeMatrixShapes = cooperativeMatrixShapes(state.instance.get(), pd);
+  info.bfloat16CooperativeMatrix =
+      info.cooperativeMatrix && bfloat16.shaderBFloat16Type && bfloat16.shaderBFloat16CooperativeMatrix;
   info.requiredSubgroupSizeInCompute = info.requiredSubgroupSizeInCompute && v13.subgroupSizeControl;
 
   float priority = 1.0f;

@@ -139,6 +139,7 @@ bool capabilitySupported(const DeviceInfo& info, const std::string& cap) {
       cap == "AtomicFloat64MinMaxEXT")
     return info.atomicFloat2;
   if (cap == "CooperativeMatrixKHR") return info.cooperativeMatrix;
+  if (cap == "BFloat16TypeKHR" || cap == "BFloat16CooperativeMatrixKHR") return info.bfloat16CooperativeMatrix;
   return true;  // core capabilities of Vulkan 1.3 compute, or ones the driver will check itself
 }
 
@@ -179,12 +180,14 @@ Kernel Device::createKernel(std::span<const uint32_t> spirv, const KernelReflect
 Kernel Device::createCooperativeKernel(std::span<const uint32_t> spirv, const KernelReflection& reflection,
                                       const Kernel& portable) {
   const DeviceInfo& info = state_->info;
-  const std::string shape = "16x8x8 f16*f16+f32";
-  if (!info.cooperativeMatrix ||
-      std::find(info.cooperativeMatrixShapes.begin(), info.cooperativeMatrixShapes.end(), shape) ==
-          info.cooperativeMatrixShapes.end())
-    throw UnsupportedError("kernel '" + reflection.entry + "': its cooperative-matrix build needs the " + shape +
-                           " cooperative matrix shape, which " + info.name + " does not offer");
+  std::vector<std::string> shapes = reflection.cooperativeMatrixShapes;
+  if (shapes.empty()) shapes.push_back("16x8x8 f16*f16+f32");  // reflection written before shapes were recorded
+  for (const std::string& shape : shapes)
+    if (!info.cooperativeMatrix ||
+        std::find(info.cooperativeMatrixShapes.begin(), info.cooperativeMatrixShapes.end(), shape) ==
+            info.cooperativeMatrixShapes.end())
+      throw UnsupportedError("kernel '" + reflection.entry + "': its cooperative-matrix build needs the " + shape +
+                             " cooperative matrix shape, which " + info.name + " does not offer");
   if (!portable || portable.object()->device != state_)
     throw UsageError("createCooperativeKernel: the portable kernel must belong to this device");
   Kernel k = createKernel(spirv, reflection);

@@ -79,6 +79,12 @@ Id Builder::typeCooperativeMatrix(Id component, uint32_t rows, uint32_t columns,
                         {component, constant(u32, uint32_t(spv::Scope::Subgroup)), constant(u32, rows),
                          constant(u32, columns), constant(u32, uint32_t(use))});
 }
+Id Builder::typeBFloat16() {
+  capability(khr::BFloat16TypeCapability);
+  capability(khr::BFloat16CooperativeMatrixCapability);
+  extension("SPV_KHR_bfloat16");
+  return typeOrConstant(spv::Op::OpTypeFloat, {16, khr::BFloat16Encoding});
+}
 Id Builder::typeArray(Id element, Id length, uint32_t stride) {
   if (!stride) return typeOrConstant(spv::Op::OpTypeArray, {element, length});
   Id id = newId();
@@ -161,6 +167,8 @@ Id Builder::specConstantComposite(Id type, const std::vector<Id>& parts) {
 std::string Builder::capabilityName(spv::Capability c) {
   using C = spv::Capability;
   if (c == khr::CooperativeMatrixCapability) return "CooperativeMatrixKHR";
+  if (c == khr::BFloat16TypeCapability) return "BFloat16TypeKHR";
+  if (c == khr::BFloat16CooperativeMatrixCapability) return "BFloat16CooperativeMatrixKHR";
   switch (c) {
     case C::Shader:
       return "Shader";

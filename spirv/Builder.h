@@ -20,6 +20,10 @@ inline constexpr auto OpCooperativeMatrixLoad = static_cast<spv::Op>(4457);
 inline constexpr auto OpCooperativeMatrixStore = static_cast<spv::Op>(4458);
 inline constexpr auto OpCooperativeMatrixMulAdd = static_cast<spv::Op>(4459);
 inline constexpr auto CooperativeMatrixCapability = static_cast<spv::Capability>(6022);
+// SPV_KHR_bfloat16: `OpTypeFloat 16 BFloat16KHR` and bfloat cooperative matrices.
+inline constexpr auto BFloat16TypeCapability = static_cast<spv::Capability>(5116);
+inline constexpr auto BFloat16CooperativeMatrixCapability = static_cast<spv::Capability>(5118);
+inline constexpr uint32_t BFloat16Encoding = 0;
 enum class MatrixUse : uint32_t { A = 0, B = 1, Accumulator = 2 };
 enum class MatrixLayout : uint32_t { RowMajor = 0, ColumnMajor = 1 };
 }  // namespace khr
@@ -50,6 +54,7 @@ class Builder {
   Id typeFunction(Id result, const std::vector<Id>& params);
   // A subgroup-scope cooperative matrix (declares the capability and extension).
   Id typeCooperativeMatrix(Id component, uint32_t rows, uint32_t columns, khr::MatrixUse use);
+  Id typeBFloat16();  // a cooperative-matrix component only: bfloat values elsewhere are 16-bit integers
   unsigned scalarWidth(Id type) const;  // 0 for non-numeric scalar types
 
   // --- constants (deduplicated)

@@ -97,6 +97,11 @@ class Emitter {
   Id emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& name);
   Id emitPseudoIntrinsic(const llvm::CallInst& call, llvm::StringRef name);
   Id emitMatrixIntrinsic(const llvm::CallInst& call, llvm::StringRef name);  // EmitMatrix.cpp
+  void noteCooperativeShape(const std::string& shape);                       // EmitMatrix.cpp
+  Id cooperativeMatrix(const llvm::CallInst& call, Id component, uint32_t rows, uint32_t columns, khr::MatrixUse use,
+                       std::initializer_list<std::pair<unsigned, uint32_t>> slots);
+  Id accumulatorPairs(Id d, llvm::Type* t, std::initializer_list<uint32_t> slots);
+  Id emitMultiplyOnBFloat16x16x16(const llvm::CallInst& call, bool twoKSteps, bool twoColumnBlocks);
   Id builtinInput(spv::BuiltIn builtin, Id type);
   Id pushConstant(uint32_t offset, Id type);
   Id laneId();

@@ -169,12 +169,14 @@ void setDevice(const std::string& selector);
 Device& currentDevice();
 
 // The kernel that runs `module` on `device`: its cooperative-matrix build (CompiledModule::cooperative) where the
-// device offers the 16x8x8 f16 shape, the probe kernel confirmed the lane layout and M2V_SIMDGROUP_MATRIX (auto,
-// shuffle or cooperative) allows; the portable build otherwise. With M2V_SIMDGROUP_MATRIX=cooperative a kernel
-// that has a cooperative build and cannot use it throws UnsupportedError. docs/SIMDGROUP_MATRIX.md.
+// device runs cooperative matrices of every element type the build multiplies (f16, bf16: the shapes, and a probe
+// kernel confirmed the lane layout) and M2V_SIMDGROUP_MATRIX (auto, shuffle or cooperative) allows; the portable
+// build otherwise. With M2V_SIMDGROUP_MATRIX=cooperative a kernel that has a cooperative build and cannot use it
+// throws UnsupportedError. docs/SIMDGROUP_MATRIX.md.
 Kernel createKernelFor(Device& device, const CompiledModule& module);
-// Why `device` does not run cooperative-matrix builds; empty when it does. Probes once per device.
-std::string cooperativeMatrixUnavailableReason(Device& device);
+// Why `device` does not run cooperative-matrix builds of `element` ("f16" or "bf16") multiplies; empty when it does.
+// Probes once per device and element type.
+std::string cooperativeMatrixUnavailableReason(Device& device, const std::string& element = "f16");
 // M2V_SIMDGROUP_MATRIX: "auto" (default), "shuffle" or "cooperative"; throws UsageError on anything else.
 std::string simdgroupMatrixMode();
 

@@ -73,6 +73,9 @@ struct KernelReflection {
   // simdgroup_matrix multiplies this module runs on cooperative matrices (16x8x8 f16 -> f32); 0: none, all on
   // subgroup shuffles.
   uint32_t cooperativeMatrixMultiplies = 0;
+  // The cooperative matrix shapes those multiplies use ("16x8x8 f16*f16+f32", "16x8x16 f16*f16+f32"), as
+  // DeviceInfo::cooperativeMatrixShapes names them.
+  std::vector<std::string> cooperativeMatrixShapes;
   std::vector<std::string> capabilities;
   std::vector<std::string> extensions;
 

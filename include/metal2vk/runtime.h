@@ -94,6 +94,7 @@ struct DeviceInfo {
   bool storageBuffer8Bit = false, storageBuffer16Bit = false;
   bool atomicFloat = false, atomicFloat2 = false, cooperativeMatrix = false;
   std::vector<std::string> cooperativeMatrixShapes;  // subgroup scope, "MxNxK A*B+C", e.g. "16x8x8 f16*f16+f32"
+  bool bfloat16CooperativeMatrix = false;            // VK_KHR_shader_bfloat16: bfloat cooperative matrices
   bool validationEnabled = false;
 
   std::string describe() const;  // one line for the CLI: "device 0: llvmpipe (...) [cpu, Vulkan 1.3.230, ...]"
@@ -140,8 +141,9 @@ class Device {
   // report 32 and execute 16 lanes); that is a host wait, at kernel creation only.
   Kernel createKernel(std::span<const uint32_t> spirv, const KernelReflection& reflection);
   // The cooperative-matrix build of `portable`'s kernel (CompiledKernel::cooperative; docs/SIMDGROUP_MATRIX.md).
-  // Throws UnsupportedError unless the device offers the 16x8x8 f16 shape. Dispatches with partial threadgroups
-  // run `portable`: cooperative-matrix operations need every lane of a subgroup.
+  // Throws UnsupportedError unless the device offers every shape reflection.cooperativeMatrixShapes names (16x8x8
+  // f16 when it names none). Dispatches with partial threadgroups run `portable`: cooperative-matrix operations
+  // need every lane of a subgroup.
   Kernel createCooperativeKernel(std::span<const uint32_t> spirv, const KernelReflection& reflection,
                                  const Kernel& portable);
   Stream createStream(const StreamOptions& options);

@@ -64,6 +64,48 @@ using namespace metal;
   C[fm * 8 + fn + 1] = acc.thread_elements()[1];
 }
 
+// bfloat inputs, two k steps per iteration of a 16x16 block: pairs that share B, chained along k, that share A:
+// whole 16x16x16 operations, the device's one bfloat shape.
+[[kernel]] void gemm_bfloat(device const bfloat* A [[buffer(0)]], device const bfloat* B [[buffer(1)]],
+                            device float* C [[buffer(2)]], constant uint3& mnk [[buffer(3)]],
+                            uint2 tg [[threadgroup_position_in_grid]]) {
+  uint row0 = tg.y * 16, col0 = tg.x * 16, K = mnk.z, N = mnk.y;
+  simdgroup_float8x8 acc[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) acc[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  for (uint k = 0; k < K; k += 16) {
+#pragma unroll
+    for (uint kk = k; kk < k + 16; kk += 8) {
+      simdgroup_bfloat8x8 a[2], b[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) simdgroup_load(a[i], A + (row0 + 8 * i) * K + kk, K);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) simdgroup_load(b[j], B + kk * N + col0 + 8 * j, N);
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) simdgroup_multiply_accumulate(acc[i][j], a[i], b[j], acc[i][j]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) simdgroup_store(acc[i][j], C + (row0 + 8 * i) * N + col0 + 8 * j, N);
+}
+
+// One bfloat multiply on its own: a 16x16x16 operation mostly of zeros; B transposed.
+[[kernel]] void one_bfloat(device const bfloat* A [[buffer(0)]], device const bfloat* Bt [[buffer(1)]],
+                           device float* C [[buffer(2)]]) {
+  simdgroup_bfloat8x8 a, b;
+  simdgroup_float8x8 c;
+  simdgroup_load(a, A);
+  simdgroup_load(b, Bt, 8, ulong2(0), true);
+  simdgroup_multiply(c, a, b);
+  simdgroup_store(c, C);
+}
+
 // float operands: no f32 matrix units, so this multiply stays on subgroup shuffles in both builds.
 [[kernel]] void gemm_float(device const float* A [[buffer(0)]], device const float* B [[buffer(1)]],
                            device float* C [[buffer(2)]]) {
@@ -90,14 +132,21 @@ def test_builds(lib):
     assert "CooperativeMatrixKHR" not in lib["gemm_half"].reflection["capabilities"]
     assert lib["elements_tg"].cooperative_reflection is not None
     assert lib["gemm_float"].cooperative_reflection is None
+    # bfloat multiplies run on the device's 16x16x16 bfloat matrices (SPV_KHR_bfloat16)
+    for name in ("gemm_bfloat", "one_bfloat"):
+        r = lib[name].cooperative_reflection
+        assert r["cooperative_matrix_shapes"] == ["16x16x16 bf16*bf16+f32"]
+        assert "BFloat16CooperativeMatrixKHR" in r["capabilities"]
+    assert lib["gemm_half"].cooperative_reflection["cooperative_matrix_shapes"] == ["16x8x8 f16*f16+f32"]
 
 
 @pytest.fixture(params=["shuffle", "cooperative"])
 def path(request):
     if request.param == "cooperative":
-        why = m2v.cooperative_matrix_unavailable_reason()
+        element = "bf16" if "bfloat" in request.node.name else "f16"
+        why = m2v.cooperative_matrix_unavailable_reason(element)
         if why:
-            pytest.skip("cooperative path unavailable: " + why)
+            pytest.skip(f"cooperative path unavailable for {element}: " + why)
     old = os.environ.get("M2V_SIMDGROUP_MATRIX")
     os.environ["M2V_SIMDGROUP_MATRIX"] = request.param
     yield request.param
@@ -139,6 +188,30 @@ def test_gemm_half(lib, tmp_path, path):
     got = run(k, [A, B], (M, N), (N // 16, M // 16, 1), scalars=[(3, np.array([M, N, K], np.uint32).tobytes())])
     np.testing.assert_array_equal(got, A.astype(np.float64) @ B.astype(np.float64))
     assert k.simdgroup_matrix_path == ("cooperative_matrix" if path == "cooperative" else "shuffle")
+
+
+def bfloat_bits(x):
+    """float32 values exact in bfloat, as bfloat bit patterns"""
+    return (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def test_gemm_bfloat(tmp_path, path):
+    rng = np.random.default_rng(4)
+    M, N, K = 32, 32, 64
+    A, B = rand_half(rng, (M, K)).astype(np.float32), rand_half(rng, (K, N)).astype(np.float32)
+    k = m2v.compile_library(lib_path(tmp_path), entries=["gemm_bfloat"])["gemm_bfloat"]
+    got = run(k, [bfloat_bits(A), bfloat_bits(B)], (M, N), (N // 16, M // 16, 1),
+              scalars=[(3, np.array([M, N, K], np.uint32).tobytes())])
+    np.testing.assert_array_equal(got, A.astype(np.float64) @ B.astype(np.float64))
+    assert k.simdgroup_matrix_path == ("cooperative_matrix" if path == "cooperative" else "shuffle")
+
+
+def test_one_bfloat_multiply(tmp_path, path):
+    rng = np.random.default_rng(5)
+    A, Bt = rand_half(rng, (8, 8)).astype(np.float32), rand_half(rng, (8, 8)).astype(np.float32)
+    k = m2v.compile_library(lib_path(tmp_path), entries=["one_bfloat"])["one_bfloat"]
+    got = run(k, [bfloat_bits(A), bfloat_bits(Bt)], (8, 8), (1, 1, 1))
+    np.testing.assert_array_equal(got, A.astype(np.float64) @ Bt.astype(np.float64).T)
 
 
 def test_elements_through_threadgroup_memory(tmp_path, path):

@@ -2,7 +2,8 @@
 // Rule (lowered IR): a kernel that copies 16-byte vectors of half from device memory into a threadgroup tile and
 // multiplies fragments of it. The copy, declared only 2-byte aligned, checks the device address and reads 16 bytes
 // at once when it is aligned; the tile (16-byte aligned, offsets provably so) is written in 4-byte words. In the
-// cooperative-matrix build each A fragment is one 4-byte load in the device's layout; B's elements lie in two rows.
+// cooperative-matrix build each A fragment is one 4-byte load in the device's layout; B (its elements lie in two
+// rows of a tile with a 16-byte row stride) is a cooperative-matrix load.
 #include <metal_stdlib>
 using namespace metal;
 struct Vec8 { half v[8]; };
@@ -28,5 +29,6 @@ kernel void tile_mma(device const half* A [[buffer(0)]], device const half* B [[
 // CHECK-LABEL: ; cooperative-matrix build
 // CHECK: load <2 x half>, ptr addrspace(3) {{.*}}, align 4
 // CHECK: load <2 x half>, ptr addrspace(3) {{.*}}, align 4
+// CHECK: call <2 x half> @m2v.coopmat.load_b.8x8.f16(ptr addrspace(3) {{.*}}, i32 16, i1 false)
 // CHECK-NOT: call {{.*}}@m2v.sgm.to_nv
 // CHECK: call <4 x float> @m2v.coopmat.muladd.16x8x8.f16
