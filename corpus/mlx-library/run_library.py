@@ -70,14 +70,16 @@ def write_report(prefix, results, device, seed, elapsed):
                      "max_error": r.max_error, "dispatches": r.dispatches, "simdgroup_matrix": r.matrix_path,
                      "note": r.case.note})
     with open(prefix + ".json", "w") as f:
-        json.dump({"device": device, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seed": seed,
+        json.dump({"device": device, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "simdgroup_matrix": os.environ.get("M2V_SIMDGROUP_MATRIX") or "auto", "seed": seed,
                    "seconds": round(elapsed, 1), "counts": counts, "cases": rows}, f, indent=1)
     fams = collections.OrderedDict()
     for r in results:
         fams.setdefault(r.case.family, collections.Counter())[r.stage] += 1
     with open(prefix + ".md", "w") as f:
         f.write(f"# MLX's kernel library, run as MLX launches it\n\n")
-        f.write(f"Device: {device}. {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Seed {seed}. "
+        f.write(f"Device: {device}. {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
+                f"M2V_SIMDGROUP_MATRIX={os.environ.get('M2V_SIMDGROUP_MATRIX') or 'auto'}. Seed {seed}. "
                 f"{len(results)} cases in {elapsed:.0f} s.\n\n")
         f.write("| stage | cases |\n|---|---|\n")
         for s in STAGES:
