@@ -245,6 +245,28 @@ def sdpa_decode_item(dt, heads=32, keys=4096, d=128, arch="d"):
                 note=f"{' + '.join(names)} (device class '{arch}')")
 
 
+def sdpa_prefill_item(dt, seq=2048, heads=32, d=128):
+    """MLX's steel attention (full self-attention, its simdgroup_matrix kernel) against PyTorch's SDPA."""
+    import attention as at
+
+    def setup(ctx, rng):
+        def arr(lo, hi):
+            shape = (1, heads, seq, d)
+            x = rng.uniform(lo, hi, shape).astype(np.float32)
+            return at.Arr(ctx.buffer(store(x, dt)), 0, shape, [int(s) for s in at.row_strides(shape)], None, dt), x
+
+        (q, qv), (k, kv), (v, vv) = arr(-2, 2), arr(-2, 2), arr(-1, 1)
+        out = at.Arr(m2v.Buffer(heads * seq * d * itemsize(dt)), 0, (1, heads, seq, d),
+                     [int(s) for s in at.row_strides((1, heads, seq, d))], None, dt)
+        scale = 1.0 / np.sqrt(d)
+        return (lambda: at.launch_steel_attention(ctx, dt, q, k, v, out, scale, False, None, None),
+                lambda: ctx.read(out.buf, dt, (1, heads, seq, d)), torch.nn.functional.scaled_dot_product_attention,
+                [torch_tensor(qv, dt), torch_tensor(kv, dt), torch_tensor(vv, dt)])
+
+    return Item(f"sdpa prefill {dt} {seq} tokens, {heads} heads, d={d}", [(at.FILE_STEEL, at.steel_name(dt, d, None))],
+                setup, flops=4 * heads * seq * seq * d, note=at.steel_name(dt, d, None))
+
+
 def gemv_item(dt, n):
     """y = W x, W (n, n) row-major, x (n, 1): Matmul::eval_gpu's gemv route (gemv.metal)."""
     import gemv
@@ -320,6 +342,8 @@ def items():
     out.append(steel_gemm_item("f16", 4096, devc="s"))
     for dt in ("f32", "f16", "bf16"):
         out.append(sdpa_decode_item(dt))
+    for dt in ("f16", "bf16"):
+        out.append(sdpa_prefill_item(dt))
     out.append(gemv_item("f16", 8192))
     out.append(gemv_item("bf16", 8192))
     out.append(qmv_item("f16", 14336, 4096))
