@@ -71,7 +71,8 @@ struct UniqueMergeBlocksPass : llvm::PassInfoMixin<UniqueMergeBlocksPass> {
 };
 
 // Decides, per simdgroup_multiply_accumulate, between the cooperative-matrix path and the subgroup-shuffle path:
-// cooperative where `cooperative` is set and both operands hold half values (lower/CooperativeMatrix.cpp).
+// cooperative where `cooperative` is set and both operands hold half values, or both bfloat values
+// (lower/CooperativeMatrix.cpp).
 struct ResolveMatrixPathPass : llvm::PassInfoMixin<ResolveMatrixPathPass> {
   ResolveMatrixPathPass(bool c, unsigned& n) : cooperative(c), cooperativeMultiplies(&n) {}
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
