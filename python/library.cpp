@@ -119,6 +119,14 @@ void bindLibrary(py::module_& m) {
                                return py::bytes(reinterpret_cast<const char*>(w.data()), w.size() * 4);
                              })
       .def_property_readonly(
+          "cooperative_spirv",
+          [](const PyLibKernel& k) -> py::object {
+            if (!k.module.cooperative) return py::none();
+            const auto& w = k.module.cooperative->spirv;
+            return py::bytes(reinterpret_cast<const char*>(w.data()), w.size() * 4);
+          },
+          "SPIR-V of the build whose simdgroup_matrix multiplies run on cooperative matrices (None: no such build).")
+      .def_property_readonly(
           "cooperative_reflection",
           [](const PyLibKernel& k) -> py::object {
             if (!k.module.cooperative) return py::none();

@@ -106,6 +106,21 @@ using namespace metal;
   simdgroup_store(c, C);
 }
 
+// B from a threadgroup tile with a 16-byte row stride, written in whole words: a cooperative-matrix load.
+struct Row8 { half v[8]; };
+[[kernel]] void tile_b(device const half* A [[buffer(0)]], device const half* B [[buffer(1)]],
+                       device float* C [[buffer(2)]], ushort lane [[thread_index_in_simdgroup]]) {
+  threadgroup half bs[8 * 8];
+  if (lane < 8) *(threadgroup Row8*)(bs + 8 * lane) = *(const device Row8*)(B + 8 * lane);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  simdgroup_half8x8 a, b;
+  simdgroup_float8x8 c(0.0f);
+  simdgroup_load(a, A);
+  simdgroup_load(b, bs);
+  simdgroup_multiply_accumulate(c, a, b, c);
+  simdgroup_store(c, C);
+}
+
 // float operands: no f32 matrix units, so this multiply stays on subgroup shuffles in both builds.
 [[kernel]] void gemm_float(device const float* A [[buffer(0)]], device const float* B [[buffer(1)]],
                            device float* C [[buffer(2)]]) {
@@ -138,6 +153,68 @@ def test_builds(lib):
         assert r["cooperative_matrix_shapes"] == ["16x16x16 bf16*bf16+f32"]
         assert "BFloat16CooperativeMatrixKHR" in r["capabilities"]
     assert lib["gemm_half"].cooperative_reflection["cooperative_matrix_shapes"] == ["16x8x8 f16*f16+f32"]
+
+
+class Spirv:
+    """The instructions of a SPIR-V module, enough to follow types and constants (SPIRV-Tools here predates the
+    cooperative-matrix and bfloat16 extensions)."""
+    TYPE_INT, TYPE_FLOAT, TYPE_POINTER, CONSTANT, ACCESS_CHAIN = 21, 22, 32, 43, 65
+    TYPE_COOPMAT, COOPMAT_LOAD, COOPMAT_MULADD, CAPABILITY, EXTENSION = 4456, 4457, 4459, 17, 10
+
+    def __init__(self, data):
+        words = np.frombuffer(data, dtype=np.uint32)
+        self.insts, at = [], 5
+        while at < len(words):
+            n = int(words[at] >> 16)
+            self.insts.append((int(words[at] & 0xFFFF), [int(w) for w in words[at + 1:at + n]]))
+            at += n
+        self.defs = {}
+        for op, args in self.insts:
+            if op in (self.TYPE_INT, self.TYPE_FLOAT, self.TYPE_POINTER, self.TYPE_COOPMAT):
+                self.defs[args[0]] = (op, args[1:])
+            elif op in (self.CONSTANT, self.ACCESS_CHAIN):
+                self.defs[args[1]] = (op, [args[0]] + args[2:])
+
+    def all(self, opcode):
+        return [args for op, args in self.insts if op == opcode]
+
+    def constant(self, id_):
+        op, args = self.defs[id_]
+        assert op == self.CONSTANT
+        return args[1]
+
+    def matrices(self):
+        """(component: 'f16' | 'bf16' | 'f32', rows, columns, use) of each cooperative matrix type"""
+        out = []
+        for args in self.all(self.TYPE_COOPMAT):
+            op, comp = self.defs[args[1]]
+            name = {(16,): "f16", (16, 0): "bf16", (32,): "f32"}[tuple(comp)]
+            out.append((name, self.constant(args[3]), self.constant(args[4]), self.constant(args[5])))
+        return sorted(out)
+
+
+def test_cooperative_builds_bfloat_on_16x16x16(lib):
+    # what the emitter writes for bfloat: 16x16 A, B and accumulator of SPV_KHR_bfloat16's bfloat type
+    spv = Spirv(lib["gemm_bfloat"].cooperative_spirv)
+    assert spv.matrices() == [("bf16", 16, 16, 0), ("bf16", 16, 16, 1), ("f32", 16, 16, 2)]
+    assert len(spv.all(Spirv.COOPMAT_MULADD)) >= 1
+    caps = {args[0] for args in spv.all(Spirv.CAPABILITY)}
+    assert {5116, 5118, 6022} <= caps  # BFloat16TypeKHR, BFloat16CooperativeMatrixKHR, CooperativeMatrixKHR
+    half = Spirv(lib["gemm_half"].cooperative_spirv)
+    assert half.matrices() == [("f16", 8, 8, 1), ("f16", 16, 8, 0), ("f32", 16, 8, 2)]
+
+
+def test_cooperative_load_of_a_threadgroup_tile(lib):
+    # B from the tile: one OpCooperativeMatrixLoadKHR, row-major, its stride (16 bytes) counted in the tile's
+    # element type (the tile is written in 4-byte words, so 4 elements)
+    spv = Spirv(lib["tile_b"].cooperative_spirv)
+    loads = spv.all(Spirv.COOPMAT_LOAD)
+    assert len(loads) == 1
+    _, _, pointer, layout, stride = loads[0][:5]
+    pointee = spv.defs[spv.defs[spv.defs[pointer][1][0]][1][1]]
+    assert spv.constant(layout) == 0
+    assert spv.constant(stride) * pointee[1][0] // 8 == 16
+    assert lib["tile_b"].reflection["capabilities"].count("CooperativeMatrixKHR") == 0
 
 
 @pytest.fixture(params=["shuffle", "cooperative"])
@@ -193,6 +270,14 @@ def test_gemm_half(lib, tmp_path, path):
 def bfloat_bits(x):
     """float32 values exact in bfloat, as bfloat bit patterns"""
     return (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def test_tile_b(tmp_path, path):
+    rng = np.random.default_rng(6)
+    A, B = rand_half(rng, (8, 8)), rand_half(rng, (8, 8))
+    k = m2v.compile_library(lib_path(tmp_path), entries=["tile_b"])["tile_b"]
+    got = run(k, [A, B], (8, 8), (1, 1, 1))
+    np.testing.assert_array_equal(got, A.astype(np.float64) @ B.astype(np.float64))
 
 
 def test_gemm_bfloat(tmp_path, path):
