@@ -112,7 +112,7 @@ bool isSplatConstant(llvm::Value* v) {
   return c && (c->isNullValue() || c->getSplatValue() != nullptr);
 }
 
-// The pseudo-intrinsics this pass creates; the emitter implements them (spirv/EmitCalls.cpp).
+// The pseudo-intrinsics this pass creates; the emitter implements them (spirv/EmitMatrix.cpp).
 class MatrixOps {
  public:
   explicit MatrixOps(llvm::Module& m) : m_(m), ctx_(m.getContext()) {}
@@ -147,8 +147,7 @@ class MatrixOps {
       for (unsigned i = 4; i < 6; ++i) args.push_back(side->getArgOperand(i));
     for (llvm::CallInst* side : {left, right})
       for (unsigned i = 6; i < 8; ++i) args.push_back(side->getArgOperand(i));
-    llvm::Type* f4 = llvm::FixedVectorType::get(llvm::Type::getFloatTy(ctx_), 4);
-    return call(b, pseudo::kCoopMatMulAddN16, llvm::StructType::get(ctx_, {f4, f4}),
+    return call(b, pseudo::kCoopMatMulAddN16, llvm::StructType::get(ctx_, {float4(), float4()}),
                 {p, p, p, p, p, p, p, p, float2(), float2(), float2(), float2()}, args);
   }
 
@@ -165,13 +164,7 @@ class MatrixOps {
     return b.CreateCall(declare(name, result, std::move(params)), args);
   }
   llvm::Function* declare(const std::string& name, llvm::Type* result, std::vector<llvm::Type*> params) {
-    auto fc = m_.getOrInsertFunction(name, llvm::FunctionType::get(result, params, false));
-    auto* f = llvm::cast<llvm::Function>(fc.getCallee());
-    f->setConvergent();
-    f->setDoesNotThrow();
-    f->addFnAttr(llvm::Attribute::WillReturn);
-    f->setDoesNotAccessMemory();
-    return f;
+    return declareSubgroupPseudo(m_, name, llvm::FunctionType::get(result, params, false));
   }
   llvm::Module& m_;
   llvm::LLVMContext& ctx_;
@@ -258,35 +251,26 @@ void shareConversions(llvm::BasicBlock& bb) {
   }
 }
 
-// Moves the pure instructions of `bb` between `from` and `to` that depend on `from` to just after `to`; false
-// (nothing moved) when one of them has side effects.
-bool sinkDependents(llvm::Instruction* from, llvm::Instruction* to) {
+// Whether one operation at `second` (later in the same block) can compute both `first` and `second`: `second` does
+// not depend on `first`, and what does between them is pure and moves to just after `second` (done when true;
+// nothing moves otherwise).
+bool canMeet(llvm::Instruction* first, llvm::Instruction* second) {
   std::vector<llvm::Instruction*> moving;
-  std::set<llvm::Value*> dependent{from};
-  for (llvm::Instruction* i = from->getNextNode(); i && i != to; i = i->getNextNode()) {
-    bool depends = llvm::any_of(i->operands(), [&](llvm::Value* op) { return dependent.count(op) != 0; });
-    if (!depends) continue;
+  std::set<llvm::Value*> dependent{first};
+  for (llvm::Instruction* i = first->getNextNode(); i && i != second; i = i->getNextNode()) {
+    if (llvm::none_of(i->operands(), [&](llvm::Value* op) { return dependent.count(op) != 0; })) continue;
     if (i->mayHaveSideEffects() || i->mayReadFromMemory() || llvm::isa<llvm::PHINode>(i)) return false;
     dependent.insert(i);
     moving.push_back(i);
   }
-  llvm::Instruction* at = to;
+  for (llvm::Value* op : second->operands())
+    if (dependent.count(op)) return false;
+  llvm::Instruction* at = second;
   for (llvm::Instruction* i : moving) {
     i->moveAfter(at);
     at = i;
   }
   return true;
-}
-
-// Whether `second` (later in the same block) does not depend on `first`, after moving what depends on `first` past
-// `second`: then one operation at `second` can compute both.
-bool canMeet(llvm::Instruction* first, llvm::Instruction* second) {
-  std::set<llvm::Value*> afterFirst{first};
-  for (llvm::Instruction* i = first->getNextNode(); i != second; i = i->getNextNode())
-    if (llvm::any_of(i->operands(), [&](llvm::Value* op) { return afterFirst.count(op) != 0; })) afterFirst.insert(i);
-  for (llvm::Value* op : second->operands())
-    if (afterFirst.count(op)) return false;
-  return sinkDependents(first, second);
 }
 
 // Pairs up calls of `candidates` (in block order), each at most once, for which `match(first, second)` holds:
@@ -354,12 +338,11 @@ bool fuseKSteps(MatrixOps& ops, llvm::BasicBlock& bb) {
   std::vector<llvm::CallInst*> seconds;
   for (llvm::Instruction& i : bb)
     if (llvm::CallInst* c = callToPseudo(&i, pseudo::kCoopMatMulAdd)) seconds.push_back(c);
+  // In block order: an operation fused away as `first` was visited before, and its result's users are gone.
   bool changed = false;
-  std::set<llvm::CallInst*> fused;
   for (llvm::CallInst* second : seconds) {
-    if (fused.count(second)) continue;
     llvm::CallInst* first = halfOfResult(second->getArgOperand(3), 0);
-    if (!first || fused.count(first) || first->getParent() != &bb ||
+    if (!first || first->getParent() != &bb ||
         first->getArgOperand(2)->getType() != second->getArgOperand(2)->getType())
       continue;
     // The bottom half either continues first's bottom half, or both are empty.
@@ -375,8 +358,6 @@ bool fuseKSteps(MatrixOps& ops, llvm::BasicBlock& bb) {
     for (llvm::User* u : first->users()) dead.push_back(llvm::cast<llvm::Instruction>(u));
     for (llvm::Instruction* d : dead) d->eraseFromParent();
     first->eraseFromParent();
-    fused.insert(first);
-    fused.insert(second);
     changed = true;
   }
   return changed;

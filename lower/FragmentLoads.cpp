@@ -218,17 +218,11 @@ bool loadBAsCooperativeMatrix(llvm::CallInst* conversion, const std::array<llvm:
   const llvm::DataLayout& dl = conversion->getModule()->getDataLayout();
   if (llvm::computeKnownBits(base, dl).countMinTrailingZeros() < 4) return false;
 
-  llvm::Module& m = *conversion->getModule();
   llvm::IRBuilder<> b(last->getNextNode());
-  auto fc = m.getOrInsertFunction(
-      pseudo::kCoopMatLoadB,
-      llvm::FunctionType::get(conversion->getType(), {base->getType(), b.getInt32Ty(), b.getInt1Ty()}, false));
-  auto* f = llvm::cast<llvm::Function>(fc.getCallee());
-  f->setConvergent();
-  f->setDoesNotThrow();
-  f->addFnAttr(llvm::Attribute::WillReturn);
-  f->setOnlyReadsMemory();
-  f->setOnlyAccessesArgMemory();
+  llvm::Function* f = declareSubgroupPseudo(
+      *conversion->getModule(), pseudo::kCoopMatLoadB,
+      llvm::FunctionType::get(conversion->getType(), {base->getType(), b.getInt32Ty(), b.getInt1Ty()}, false),
+      /*readsArgMemory=*/true);
   llvm::Value* fragment = b.CreateCall(f, {base, b.getInt32(static_cast<uint32_t>(stride)), b.getInt1(columnMajor)});
   conversion->replaceAllUsesWith(fragment);
   conversion->eraseFromParent();

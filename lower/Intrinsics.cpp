@@ -3,6 +3,7 @@
 #include <llvm/Demangle/Demangle.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/Instructions.h>
+#include <llvm/IR/Module.h>
 
 namespace m2v::lower {
 
@@ -28,6 +29,21 @@ llvm::CallInst* callToPseudo(llvm::Value* v, llvm::StringRef prefix) {
 
 bool isCrossLaneIntrinsic(llvm::StringRef name) {
   return name.starts_with("simd_") || name.starts_with("quad_") || name.ends_with("_barrier");
+}
+
+llvm::Function* declareSubgroupPseudo(llvm::Module& m, llvm::StringRef name, llvm::FunctionType* type,
+                                      bool readsArgMemory) {
+  auto* f = llvm::cast<llvm::Function>(m.getOrInsertFunction(name, type).getCallee());
+  f->setConvergent();
+  f->setDoesNotThrow();
+  f->addFnAttr(llvm::Attribute::WillReturn);
+  if (readsArgMemory) {
+    f->setOnlyReadsMemory();
+    f->setOnlyAccessesArgMemory();
+  } else {
+    f->setDoesNotAccessMemory();
+  }
+  return f;
 }
 
 }  // namespace m2v::lower

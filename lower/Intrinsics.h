@@ -10,6 +10,8 @@
 namespace llvm {
 class CallInst;
 class Function;
+class FunctionType;
+class Module;
 class Value;
 }
 
@@ -30,6 +32,11 @@ llvm::CallInst* callToPseudo(llvm::Value* v, llvm::StringRef prefix);
 
 // True for intrinsics that communicate between threads (must stay convergent and in uniform control flow).
 bool isCrossLaneIntrinsic(llvm::StringRef name);
+
+// Declares (or finds) the pseudo-intrinsic `name` of a whole-subgroup operation (the cooperative-matrix ones):
+// convergent, no unwinding, returns; reads its pointer arguments when `readsArgMemory`, no memory otherwise.
+llvm::Function* declareSubgroupPseudo(llvm::Module& m, llvm::StringRef name, llvm::FunctionType* type,
+                                      bool readsArgMemory = false);
 
 // Pseudo-intrinsics created by the lowering (all start with "m2v.").
 namespace pseudo {
