@@ -38,17 +38,17 @@ struct EntryResult {
 std::optional<CompiledModule> buildModule(llvm::Module& m, const frontend::EntryFacts& entry,
                                           const std::vector<frontend::FunctionConstantFacts>& fcs,
                                           const frontend::SourceMap& sources, const CompileOptions& options,
-                                          lower::MatrixPath path, Diagnostics& diags, std::string* loweredIR) {
+                                          lower::MatrixPath path, Diagnostics& diags) {
   CompiledModule out;
   out.reflection.entry = entry.entryName;
   out.reflection.source = entry.file;
   out.reflection.line = entry.line;
   for (const frontend::ParamFacts& p : entry.params) out.reflection.params.push_back(p.param);
   if (!lower::lowerEntry(m, entry, fcs, out.reflection, diags, path)) return std::nullopt;
-  if (loweredIR && (options.keepLoweredIR || std::getenv("M2V_DUMP_LOWERED_IR"))) {
-    llvm::raw_string_ostream os(*loweredIR);
+  if (options.keepLoweredIR || std::getenv("M2V_DUMP_LOWERED_IR")) {
+    llvm::raw_string_ostream os(out.loweredIR);
     m.print(os, nullptr);
-    if (std::getenv("M2V_DUMP_LOWERED_IR")) llvm::errs() << *loweredIR;  // a debugging aid for compiler work
+    if (std::getenv("M2V_DUMP_LOWERED_IR")) llvm::errs() << out.loweredIR;  // a debugging aid for compiler work
   }
   out.spirv = spirv::emitModule(m, out.reflection, sources, diags);
   // SPIRV-Tools here predates SPV_KHR_cooperative_matrix: such modules are checked by the driver that runs them
@@ -73,16 +73,13 @@ EntryResult compileEntry(const llvm::Module& module, const frontend::EntryFacts&
   if (!m) entryDiags.internal("the front end emitted no function for kernel '" + entry.entryName + "'");
   std::unique_ptr<llvm::Module> cooperativeCopy;
   if (m && options.cooperativeMatrix && lower::mayMultiply16BitMatrices(*m)) cooperativeCopy = llvm::CloneModule(*m);
-  std::string loweredIR;
   std::optional<CompiledModule> main;
-  if (m) main = buildModule(*m, entry, fcs, sources, options, lower::MatrixPath::Shuffle, entryDiags, &loweredIR);
+  if (m) main = buildModule(*m, entry, fcs, sources, options, lower::MatrixPath::Shuffle, entryDiags);
   if (main && cooperativeCopy) {
     // A failure here is a compiler bug in the variant; the kernel still runs on the shuffle path.
     Diagnostics variantDiags;
-    std::string variantIR;
-    auto variant = buildModule(*cooperativeCopy, entry, fcs, sources, options, lower::MatrixPath::Cooperative,
-                               variantDiags, &variantIR);
-    if (variant) variant->loweredIR = std::move(variantIR);
+    auto variant =
+        buildModule(*cooperativeCopy, entry, fcs, sources, options, lower::MatrixPath::Cooperative, variantDiags);
     if (variant && variant->reflection.cooperativeMatrixMultiplies > 0)
       main->cooperative = std::make_shared<const CompiledModule>(std::move(*variant));
     for (const Diagnostic& d : variantDiags.all()) {
@@ -98,9 +95,7 @@ EntryResult compileEntry(const llvm::Module& module, const frontend::EntryFacts&
       copy.message = "in kernel '" + entry.entryName + "': " + copy.message;
     result.diags.report(copy);
   }
-  if (main && !entryDiags.hasErrors())
-    result.kernel = CompiledKernel{std::move(main->reflection), std::move(main->spirv), std::move(loweredIR),
-                                   std::move(main->cooperative)};
+  if (main && !entryDiags.hasErrors()) result.kernel = std::move(main);
   return result;
 }
 

@@ -230,11 +230,7 @@ std::shared_ptr<const CompiledModule> compileCached(const Assembly& assembly) {
       throw CompileError(Status::UserError,
                          "error: the compiled source has no kernel named '" + assembly.kernelName + "'\n",
                          assembly.kernelName);
-    auto m = std::make_shared<CompiledModule>();
-    m->reflection = found->reflection;
-    m->spirv = found->spirv;
-    m->cooperative = found->cooperative;
-    module = m;
+    module = std::make_shared<const CompiledModule>(*found);
     bool wrote = !dir.empty() && writeEntry(file, *module);
     std::lock_guard<std::mutex> lock(st.mutex);
     st.stats.compiles++;

@@ -173,7 +173,7 @@ void bindLibrary(py::module_& m) {
         if (result.status != Status::Ok && !partial) throw mlx::CompileError(result.status, lib->diagnostics, path);
         for (auto& k : result.kernels) {
           auto pk = std::make_shared<PyLibKernel>();
-          pk->module = CompiledModule{std::move(k.reflection), std::move(k.spirv), std::move(k.cooperative)};
+          pk->module = std::move(k);
           lib->kernels[pk->reflection().entry] = pk;
         }
         return lib;

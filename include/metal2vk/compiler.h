@@ -27,26 +27,22 @@ struct CompileOptions {
   uint32_t errorLimit = 20;            // -ferror-limit=N (0: no limit)
   unsigned jobs = 0;                   // threads lowering entry points (-j N); 0: one per core
   // Also build each kernel that multiplies simdgroup matrices with its multiplies on cooperative matrices
-  // (CompiledKernel::cooperative); the runtime chooses per device (docs/SIMDGROUP_MATRIX.md).
+  // (CompiledModule::cooperative); the runtime chooses per device (docs/SIMDGROUP_MATRIX.md).
   bool cooperativeMatrix = true;
 };
 
 // One SPIR-V module of a kernel and its reflection.
 struct CompiledModule {
   KernelReflection reflection;
-  std::vector<uint32_t> spirv;
-  std::shared_ptr<const CompiledModule> cooperative;  // see CompiledKernel
-  std::string loweredIR;                              // with CompileOptions::keepLoweredIR
+  std::vector<uint32_t> spirv;  // portable: simdgroup_matrix multiplies on subgroup shuffles
+  // The kernel with its simdgroup_matrix multiplies (those with half or bfloat operands) on
+  // VK_KHR_cooperative_matrix; null when it has none. Needs a device whose matrix layouts the runtime has verified.
+  std::shared_ptr<const CompiledModule> cooperative;
+  std::string loweredIR;  // with CompileOptions::keepLoweredIR
 };
 
-struct CompiledKernel {
-  KernelReflection reflection;
-  std::vector<uint32_t> spirv;  // portable: simdgroup_matrix multiplies on subgroup shuffles
-  std::string loweredIR;        // with CompileOptions::keepLoweredIR
-  // The kernel with its simdgroup_matrix multiplies (those with half operands) on VK_KHR_cooperative_matrix;
-  // null when it has none. Needs a device whose matrix layout the runtime has verified.
-  std::shared_ptr<const CompiledModule> cooperative;
-};
+// A compiled kernel entry point: its portable module, with its cooperative-matrix build where it has one.
+using CompiledKernel = CompiledModule;
 
 struct CompileResult {
   Status status = Status::Ok;

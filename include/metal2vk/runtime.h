@@ -140,7 +140,7 @@ class Device {
   // A required subgroup size is verified once per device by running a probe kernel (drivers have been seen to
   // report 32 and execute 16 lanes); that is a host wait, at kernel creation only.
   Kernel createKernel(std::span<const uint32_t> spirv, const KernelReflection& reflection);
-  // The cooperative-matrix build of `portable`'s kernel (CompiledKernel::cooperative; docs/SIMDGROUP_MATRIX.md).
+  // The cooperative-matrix build of `portable`'s kernel (CompiledModule::cooperative; docs/SIMDGROUP_MATRIX.md).
   // Throws UnsupportedError unless the device offers every shape reflection.cooperativeMatrixShapes names (16x8x8
   // f16 when it names none). Dispatches with partial threadgroups run `portable`: cooperative-matrix operations
   // need every lane of a subgroup.

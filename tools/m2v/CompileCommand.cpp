@@ -50,7 +50,7 @@ extern const char kCompileUsage[] =
     R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [-j N] [--json] [--asm] [--ir]
       [--no-cooperative-matrix] [-x metal] [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-fsyntax-only] [-ferror-limit=N] [-W...] [-c]
     Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json), -j N entry
-    points at a time (default: one per core). A kernel that multiplies half simdgroup matrices also gets
+    points at a time (default: one per core). A kernel that multiplies half or bfloat simdgroup matrices also gets
     NAME.cooperative.spv/.json, its build on cooperative matrices (docs/SIMDGROUP_MATRIX.md), unless
     --no-cooperative-matrix. The second line's flags are those of Apple's `metal` compiler (as
     MLX's build passes them): language version, fast math, diagnostics only, error limit, warnings; -x metal and

@@ -336,7 +336,7 @@ int runCommand(const Args& args) {
               << " ms\n" << std::defaultfloat;
     Kernel kernel;
     try {
-      kernel = mlx::createKernelFor(device, CompiledModule{refl, compiled->spirv, compiled->cooperative});
+      kernel = mlx::createKernelFor(device, *compiled);
       if (compiled->cooperative)
         std::cerr << "m2v run: simdgroup_matrix multiplies on "
                   << (kernel.reflection().cooperativeMatrixMultiplies ? "cooperative matrices" : "subgroup shuffles")
