@@ -528,10 +528,7 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
   LogicalVariable& var = logicalVariable(at, base);
   uint64_t size = dl_.getTypeStoreSize(t);
   if (t->isPointerTy()) size = 8;
-  if (var.subword && size < var.elementBytes) {
-    Id offset = typeOf(ptr->getType()) == u32() ? ptrId : b_.op(Op::OpUConvert, u32(), {ptrId});
-    return loadSubword(t, var, offset, size);
-  }
+  if (var.subword && size < var.elementBytes) return loadSubword(t, var, ptr, ptrId, size);
   Id index = elementIndex(ptrId, ptr->getType(), var.elementBytes);
   if (size == var.elementBytes) {
     Id v = b_.op(Op::OpLoad, var.elementType, {logicalElementPointer(var, index)});
@@ -559,26 +556,32 @@ Id Emitter::load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* 
   return b_.op(Op::OpBitcast, typeOf(t), {packed});
 }
 
-// A 1- or 2-byte value inside a 32-bit word of a subword variable: the word, shifted.
-Id Emitter::loadSubword(llvm::Type* t, const LogicalVariable& var, Id byteOffset, uint64_t size) {
-  Id word = b_.op(Op::OpLoad, u32(),
-                  {logicalElementPointer(var, b_.op(Op::OpShiftRightLogical, u32(), {byteOffset, constU32(2)}))});
+// Where the 1- or 2-byte access at `ptr` (value `ptrId`, a byte offset) into a subword variable lies: a pointer to
+// its 32-bit word, and its bit offset in that word.
+std::pair<Id, Id> Emitter::subwordPlace(const LogicalVariable& var, const llvm::Value* ptr, Id ptrId) {
+  Id byteOffset = typeOf(ptr->getType()) == u32() ? ptrId : b_.op(Op::OpUConvert, u32(), {ptrId});
+  Id word = logicalElementPointer(var, b_.op(Op::OpShiftRightLogical, u32(), {byteOffset, constU32(2)}));
   Id shift =
       b_.op(Op::OpShiftLeftLogical, u32(), {b_.op(Op::OpBitwiseAnd, u32(), {byteOffset, constU32(3)}), constU32(3)});
-  Id bits = b_.op(Op::OpShiftRightLogical, u32(), {word, shift});
+  return {word, shift};
+}
+
+// A 1- or 2-byte value inside a 32-bit word of a subword variable: the word, shifted.
+Id Emitter::loadSubword(llvm::Type* t, const LogicalVariable& var, const llvm::Value* ptr, Id ptrId, uint64_t size) {
+  auto [p, shift] = subwordPlace(var, ptr, ptrId);
+  Id bits = b_.op(Op::OpShiftRightLogical, u32(), {b_.op(Op::OpLoad, u32(), {p}), shift});
   Id narrow = b_.op(Op::OpUConvert, b_.typeInt(static_cast<unsigned>(size * 8)), {bits});
   return typeOf(t) == b_.typeInt(static_cast<unsigned>(size * 8)) ? narrow : b_.op(Op::OpBitcast, typeOf(t), {narrow});
 }
 
 // Other lanes may write the other bytes of the word at the same time: clear and set this value's bits atomically.
-void Emitter::storeSubword(llvm::Type* t, const LogicalVariable& var, Id byteOffset, uint64_t size, Id v) {
+void Emitter::storeSubword(llvm::Type* t, const LogicalVariable& var, const llvm::Value* ptr, Id ptrId, uint64_t size,
+                           Id v) {
+  auto [p, shift] = subwordPlace(var, ptr, ptrId);
   Id narrowType = b_.typeInt(static_cast<unsigned>(size * 8));
   Id bits = typeOf(t) == narrowType ? v : b_.op(Op::OpBitcast, narrowType, {v});
-  Id shift =
-      b_.op(Op::OpShiftLeftLogical, u32(), {b_.op(Op::OpBitwiseAnd, u32(), {byteOffset, constU32(3)}), constU32(3)});
   Id mask = b_.op(Op::OpShiftLeftLogical, u32(), {constU32(size == 1 ? 0xffu : 0xffffu), shift});
   Id value = b_.op(Op::OpShiftLeftLogical, u32(), {b_.op(Op::OpUConvert, u32(), {bits}), shift});
-  Id p = logicalElementPointer(var, b_.op(Op::OpShiftRightLogical, u32(), {byteOffset, constU32(2)}));
   Id scope = constU32(uint32_t(spv::Scope::Workgroup)), relaxed = constU32(0);
   b_.op(Op::OpAtomicAnd, u32(), {p, scope, relaxed, b_.op(Op::OpNot, u32(), {mask})});
   b_.op(Op::OpAtomicOr, u32(), {p, scope, relaxed, value});
@@ -645,11 +648,7 @@ void Emitter::store(const llvm::Instruction* at, llvm::Type* t, const llvm::Valu
   if (!base) unsupported(at, "a threadgroup pointer whose array cannot be determined");
   LogicalVariable& var = logicalVariable(at, base);
   uint64_t size = t->isPointerTy() ? 8 : dl_.getTypeStoreSize(t);
-  if (var.subword && size < var.elementBytes) {
-    Id offset = typeOf(ptr->getType()) == u32() ? ptrId : b_.op(Op::OpUConvert, u32(), {ptrId});
-    storeSubword(t, var, offset, size, v);
-    return;
-  }
+  if (var.subword && size < var.elementBytes) return storeSubword(t, var, ptr, ptrId, size, v);
   Id index = elementIndex(ptrId, ptr->getType(), var.elementBytes);
   if (size == var.elementBytes) {
     Id stored = typeOf(t) == var.elementType ? v : b_.op(Op::OpBitcast, var.elementType, {v});

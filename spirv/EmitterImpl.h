@@ -76,8 +76,9 @@ class Emitter {
 
   // --- memory
   Id load(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, uint64_t align);
-  Id loadSubword(llvm::Type* t, const LogicalVariable& var, Id byteOffset, uint64_t size);
-  void storeSubword(llvm::Type* t, const LogicalVariable& var, Id byteOffset, uint64_t size, Id v);
+  std::pair<Id, Id> subwordPlace(const LogicalVariable& var, const llvm::Value* ptr, Id ptrId);
+  Id loadSubword(llvm::Type* t, const LogicalVariable& var, const llvm::Value* ptr, Id ptrId, uint64_t size);
+  void storeSubword(llvm::Type* t, const LogicalVariable& var, const llvm::Value* ptr, Id ptrId, uint64_t size, Id v);
   void store(const llvm::Instruction* at, llvm::Type* t, const llvm::Value* ptr, Id ptrId, Id valueId, uint64_t align);
   // An access of `size` bytes to a variable of narrower elements, as 32-bit words (more than 4 elements).
   std::vector<Id> packUnits(const llvm::Instruction* at, const LogicalVariable& var, const std::vector<Id>& units,
