@@ -226,13 +226,10 @@ std::string cooperativeMatrixUnavailableReason(Device& device, const std::string
   const DeviceInfo& info = device.info();
   const Probe& probe = element == "f16" ? kHalfProbe : kBfloatProbe;
   std::string reason;
-  auto offers = [&](const std::string& shape) {
-    return std::find(info.cooperativeMatrixShapes.begin(), info.cooperativeMatrixShapes.end(), shape) !=
-           info.cooperativeMatrixShapes.end();
-  };
   if (!info.cooperativeMatrix)
     reason = info.name + " has no VK_KHR_cooperative_matrix";
-  else if (!std::all_of(probe.shapes.begin(), probe.shapes.end(), offers))
+  else if (!std::all_of(probe.shapes.begin(), probe.shapes.end(),
+                        [&](const std::string& shape) { return info.offersCooperativeMatrix(shape); }))
     reason = info.name + " lacks a cooperative matrix shape of " + element + " (needs " + probe.shapes.front() +
              (probe.shapes.size() > 1 ? " and " + probe.shapes.back() : "") + ")";
   else if (element == "bf16" && !info.bfloat16CooperativeMatrix)

@@ -51,6 +51,10 @@ Size3 toSize3(const py::handle& obj, const char* what) {
 
 py::object reflectionDict(const KernelReflection& r) { return py::module_::import("json").attr("loads")(toJson(r)); }
 
+py::bytes spirvBytes(const std::vector<uint32_t>& words) {
+  return py::bytes(reinterpret_cast<const char*>(words.data()), words.size() * 4);
+}
+
 std::vector<uint32_t> spirvWords(const py::handle& spirv) {
   std::string bytes;
   if (py::isinstance<py::str>(spirv)) {
@@ -113,17 +117,12 @@ void bindLibrary(py::module_& m) {
                                                         "A compiled kernel entry point: SPIR-V plus reflection.")
       .def_property_readonly("name", [](const PyLibKernel& k) { return k.reflection().entry; })
       .def_property_readonly("reflection", [](const PyLibKernel& k) { return reflectionDict(k.reflection()); })
-      .def_property_readonly("spirv",
-                             [](const PyLibKernel& k) {
-                               const auto& w = k.module.spirv;
-                               return py::bytes(reinterpret_cast<const char*>(w.data()), w.size() * 4);
-                             })
+      .def_property_readonly("spirv", [](const PyLibKernel& k) { return spirvBytes(k.module.spirv); })
       .def_property_readonly(
           "cooperative_spirv",
           [](const PyLibKernel& k) -> py::object {
             if (!k.module.cooperative) return py::none();
-            const auto& w = k.module.cooperative->spirv;
-            return py::bytes(reinterpret_cast<const char*>(w.data()), w.size() * 4);
+            return spirvBytes(k.module.cooperative->spirv);
           },
           "SPIR-V of the build whose simdgroup_matrix multiplies run on cooperative matrices (None: no such build).")
       .def_property_readonly(

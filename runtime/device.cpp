@@ -125,6 +125,11 @@ static std::string versionString(uint32_t v) {
          std::to_string(VK_API_VERSION_PATCH(v));
 }
 
+bool DeviceInfo::offersCooperativeMatrix(const std::string& shape) const {
+  return cooperativeMatrix &&
+         std::find(cooperativeMatrixShapes.begin(), cooperativeMatrixShapes.end(), shape) != cooperativeMatrixShapes.end();
+}
+
 std::string DeviceInfo::describe() const {
   std::ostringstream s;
   s << "device " << index << ": " << name << " [" << type << ", Vulkan " << versionString(apiVersion);

@@ -183,9 +183,7 @@ Kernel Device::createCooperativeKernel(std::span<const uint32_t> spirv, const Ke
   std::vector<std::string> shapes = reflection.cooperativeMatrixShapes;
   if (shapes.empty()) shapes.push_back("16x8x8 f16*f16+f32");  // reflection written before shapes were recorded
   for (const std::string& shape : shapes)
-    if (!info.cooperativeMatrix ||
-        std::find(info.cooperativeMatrixShapes.begin(), info.cooperativeMatrixShapes.end(), shape) ==
-            info.cooperativeMatrixShapes.end())
+    if (!info.offersCooperativeMatrix(shape))
       throw UnsupportedError("kernel '" + reflection.entry + "': its cooperative-matrix build needs the " + shape +
                              " cooperative matrix shape, which " + info.name + " does not offer");
   if (!portable || portable.object()->device != state_)

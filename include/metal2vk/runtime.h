@@ -97,6 +97,8 @@ struct DeviceInfo {
   bool bfloat16CooperativeMatrix = false;            // VK_KHR_shader_bfloat16: bfloat cooperative matrices
   bool validationEnabled = false;
 
+  // Whether VK_KHR_cooperative_matrix offers `shape` at subgroup scope (as cooperativeMatrixShapes names it).
+  bool offersCooperativeMatrix(const std::string& shape) const;
   std::string describe() const;  // one line for the CLI: "device 0: llvmpipe (...) [cpu, Vulkan 1.3.230, ...]"
 };
 
