@@ -6,6 +6,15 @@ namespace m2v::review {
 void checkCbBreak(const Site& s, Out& out) {
   if (s.ev.kind != "call") return;
   const Event& ev = s.ev;
+  // The submit inside `synchronize` is how the synchronize works; host-sync reports the synchronize where called.
+  if (nameMatches(s.rules.syncCalls, s.fn.name, s.fn.qualName) && s.is(s.rules.submitCalls)) {
+    Candidate c{"cb-break"};
+    c.nonIssue = true;
+    c.reason = code(ev.text) + " is the submission that `" + s.fn.qualName +
+               "` performs by definition; its callers' synchronize is the finding.";
+    out.push_back(c);
+    return;
+  }
   if (s.is(s.rules.forcedSubmitCalls)) {
     Candidate c{"cb-break", "forced-submit"};
     c.problem = code(ev.text) + " forces the recording to be submitted as soon as this operation ends.";

@@ -25,6 +25,16 @@ struct Frame {
   const Event* site = nullptr;          // the call in the previous frame that entered this one
   std::map<std::string, Origin> bound;  // parameter -> origin of the argument
   bool entry = true;                    // frame 0 is a pipeline entry (its array parameters are graph inputs)
+  std::map<std::string, std::string> consts;  // parameter -> literal the caller passes (or the default it omits)
+};
+
+// Why a CPU fallback guarded by `!f(...)` (or reached past `if (f(...)) return;`) runs: the conditions of f's
+// `return false`. rareOnly: every one is a case no inference dtype takes (complex input, a missing pipeline).
+struct Refusal {
+  const Function* gate = nullptr;
+  std::string call;                  // `f(...)` as written at the fallback
+  std::vector<std::string> reasons;  // "`cond` (path:line)" per refusing return
+  bool rareOnly = false;
 };
 
 class Site {
@@ -56,6 +66,18 @@ class Site {
   // A condition on the path that matches and holds in the positive sense (if / case, not else / early return).
   const Cond* positiveCondMatching(const std::vector<std::string>& regexes) const;
   bool inCopyHelper() const;  // the current function is itself a copy helper (its own internals are not findings)
+  // A condition's text with the initializers of the local flags it tests (`staged` -> `staged = dt == bfloat16`).
+  std::string expandedCond(const Function& f, const Cond& c) const;
+  // Like condMatching, on the expanded texts.
+  const Cond* condMatchingExpanded(const std::vector<std::string>& regexes) const;
+  // The function owning the k-th condition of conds() (the caller for conditions on the call sites above).
+  const Function& condOwner(const Cond* c) const;
+  // Loops on the path at most rules.loopFrames frames above the event (farther ones are not this event's loop).
+  std::vector<const Loop*> nearLoops() const;
+  // The refusing helper gating this event, if the event runs only when a helper returns false.
+  bool refusal(Refusal& r) const;
+  // A condition of the event's own branch that holds only for rare inputs (every `||` term complex or 64-bit).
+  const Cond* rareGate() const;
 };
 
 struct Candidate {
@@ -65,7 +87,8 @@ struct Candidate {
   std::string problem, why, direction;
   unsigned line = 0;  // 0: the event's line
   bool nonIssue = false;
-  std::string reason;  // for non-issues
+  std::string reason;       // for non-issues
+  std::string triggerNote;  // appended to the trigger: the condition that really leads here (a helper's refusal)
 };
 using Out = std::vector<Candidate>;
 

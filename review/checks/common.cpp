@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <set>
 
 #include "check.h"
 
@@ -63,6 +64,13 @@ static Origin resolve(const Site& s, int frame, const std::string& var, unsigned
       last = &e;
     }
   if (last) {
+    // `x = contiguous_copy_gpu(x, s)`: a copy recorded on the GPU, scheduled like a graph input (no primitive)
+    if (last->qualName == "op" && nameMatches(s.rules.copyCalls, last->templateArgs, last->templateArgs)) {
+      o.kind = Origin::Input;
+      o.how = code(last->text) + " at " + at(last->line);
+      o.frame = frame;
+      return o;
+    }
     if (last->qualName == "op") {
       if (std::find(s.rules.lazyOps.begin(), s.rules.lazyOps.end(), last->templateArgs) != s.rules.lazyOps.end()) {
         o.kind = Origin::Lazy;
@@ -100,7 +108,14 @@ static Origin resolve(const Site& s, int frame, const std::string& var, unsigned
     return o;
   }
   if (v->initKind == "op") {
-    if (std::find(s.rules.lazyOps.begin(), s.rules.lazyOps.end(), v->initCallee) != s.rules.lazyOps.end()) {
+    // `helper(reshape(x, ...), s)`: a helper handed a lazily built array returns one (or the same) still lazy
+    bool lazyArg = false;
+    for (auto& op : s.rules.lazyOps)
+      if (!lazyArg && v->initText.find(op + "(") != std::string::npos &&
+          anyRegex({"(^|[^\\w.>])" + op + "\\("}, v->initText.substr(v->initText.find('(') + 1)))
+        lazyArg = true;
+    if (lazyArg ||
+        std::find(s.rules.lazyOps.begin(), s.rules.lazyOps.end(), v->initCallee) != s.rules.lazyOps.end()) {
       o.kind = Origin::Lazy;
       o.how = code(v->initText) + " at " + at(v->line);
       o.frame = frame;
@@ -263,8 +278,130 @@ DataAccess classifyData(const Site& s) {
 bool isCpuFallback(const Site& s) {
   if (s.ev.kind != "call") return false;
   if (nameMatches(s.rules.cpuFallbackCalls, s.ev.name, s.ev.qualName)) return true;
-  return anyRegex(s.rules.cpuFallbackPatterns, s.ev.qualName.empty() ? s.ev.name : s.ev.qualName) ||
-         anyRegex(s.rules.cpuFallbackPatterns, s.ev.name);
+  bool named = anyRegex(s.rules.cpuFallbackPatterns, s.ev.qualName.empty() ? s.ev.name : s.ev.qualName) ||
+               anyRegex(s.rules.cpuFallbackPatterns, s.ev.name);
+  if (!named) return false;
+  // A CPU kernel works on arrays: a `cpu_*` helper given none (an allocator header, a settings query) is not one.
+  for (size_t i = 0; i < s.ev.args.size(); ++i) {
+    const std::string& v = i < s.ev.argVars.size() ? s.ev.argVars[i] : std::string();
+    if ((!v.empty() && s.isArrayVar(v)) || anyRegex({"\\b(inputs|outputs|out|in)\\b"}, s.ev.args[i])) return true;
+  }
+  return false;
+}
+
+std::string Site::expandedCond(const Function& f, const Cond& c) const {
+  std::string out = c.text;
+  std::vector<std::string> todo = c.vars;
+  std::set<std::string> seen;
+  for (int level = 0; level < 2 && !todo.empty(); ++level) {
+    std::vector<std::string> next;
+    for (auto& name : todo) {
+      if (!seen.insert(name).second) continue;
+      const Var* v = f.var(name);
+      if (!v || v->isParam || v->initText.empty() || v->initText.size() > 400) continue;
+      out += " [" + name + " = " + v->initText + "]";
+      next.insert(next.end(), v->initVars.begin(), v->initVars.end());
+    }
+    todo = next;
+  }
+  return out;
+}
+
+const Function& Site::condOwner(const Cond* c) const {
+  for (size_t k = 1; k < frames.size(); ++k)
+    for (auto& x : frames[k].site->conds)
+      if (&x == c) return *frames[k - 1].fn;
+  return fn;
+}
+
+const Cond* Site::condMatchingExpanded(const std::vector<std::string>& regexes) const {
+  for (auto* c : conds())
+    if (anyRegex(regexes, expandedCond(condOwner(c), *c)) || (!c->owner.empty() && anyRegex(regexes, c->owner)))
+      return c;
+  return nullptr;
+}
+
+std::vector<const Loop*> Site::nearLoops() const {
+  std::vector<const Loop*> out;
+  int here = frameIndex();
+  for (size_t k = 1; k < frames.size(); ++k)
+    if (here - (static_cast<int>(k) - 1) < rules.loopFrames)
+      for (auto& l : frames[k].site->loops) out.push_back(&l);
+  for (auto& l : ev.loops) out.push_back(&l);
+  return out;
+}
+
+const Cond* Site::rareGate() const {
+  for (auto& c : ev.conds) {
+    if (c.kind != "if" && c.kind != "?:") continue;
+    if (c.text.find("&&") != std::string::npos) continue;  // a conjunction may hold for common inputs too
+    bool all = true;
+    size_t a = 0;
+    for (;;) {
+      size_t p = c.text.find("||", a);
+      std::string term = c.text.substr(a, p == std::string::npos ? std::string::npos : p - a);
+      if (!anyRegex(rules.rareRefusalPatterns, term)) all = false;
+      if (p == std::string::npos) break;
+      a = p + 2;
+    }
+    if (all) return &c;
+  }
+  return nullptr;
+}
+
+static const Function* resolveIn(const Codebase& cb, const Event& e) {
+  if (auto it = cb.functions.find(e.calleeKey); it != cb.functions.end()) return &it->second;
+  const Function* hit = nullptr;
+  int n = 0;
+  for (auto& [k, f] : cb.functions)
+    if (f.name == e.name && f.params.size() >= e.args.size() && (e.qualName.empty() || f.qualName == e.qualName))
+      hit = &f, ++n;
+  return n == 1 ? hit : nullptr;
+}
+
+bool Site::refusal(Refusal& r) const {
+  for (auto& c : ev.conds) {
+    std::string t = c.text;
+    bool negated = !t.empty() && t[0] == '!';
+    // `if (!f(...)) { fallback }`, `if (f(...)) return; fallback`, `if (f(...)) {...} else { fallback }`
+    bool refused = (c.kind == "if" && negated) || ((c.kind == "guard" || c.kind == "else") && !negated);
+    if (!refused) continue;
+    std::string callText = negated ? t.substr(1) : t;
+    while (!callText.empty() && callText[0] == ' ') callText.erase(0, 1);
+    if (callText.size() > 2 && callText.front() == '(' && callText.back() == ')')
+      callText = callText.substr(1, callText.size() - 2);
+    for (auto& e : fn.events) {
+      // the condition is exactly this call (not a comparison or a conjunction that contains it)
+      if (e.kind != "call" || e.line < c.line || e.line > c.line + 4 || e.text != callText) continue;
+      const Function* g = resolveIn(cb, e);
+      if (!g) continue;
+      bool backend = false;  // a dispatcher of the backend, not a library accessor (`v.empty()`, `x.flags()`)
+      for (auto& d : rules.scopeDirs) backend = backend || g->file.find(d) != std::string::npos;
+      if (!backend) continue;
+      r.gate = g;
+      r.call = e.text;
+      bool rare = true;
+      for (auto& ret : g->events) {
+        if (ret.kind != "return" || ret.text == "true") continue;
+        if (ret.text != "false") {
+          r.reasons.push_back(code("return " + ret.text) + " (" + rel(g->file) + ":" + std::to_string(ret.line) + ")");
+          rare = false;
+          continue;
+        }
+        if (ret.conds.empty()) {
+          r.reasons.push_back("unconditionally (" + rel(g->file) + ":" + std::to_string(ret.line) + ")");
+          rare = false;
+          continue;
+        }
+        const Cond& inner = ret.conds.back();
+        r.reasons.push_back(inner.describe() + " (" + rel(g->file) + ":" + std::to_string(ret.line) + ")");
+        if (!anyRegex(rules.rareRefusalPatterns, expandedCond(*g, inner))) rare = false;
+      }
+      r.rareOnly = rare && !r.reasons.empty();
+      return true;
+    }
+  }
+  return false;
 }
 
 const std::vector<CheckInfo>& allChecks() {

@@ -7,6 +7,14 @@ namespace m2v::review {
 void checkCpuExtraction(const Site& s, Out& out) {
   if (s.ev.kind != "call") return;
   const Event& ev = s.ev;
+  if (nameMatches(s.rules.constantFunctions, s.fn.name, s.fn.qualName) && s.is(s.rules.itemCalls)) {
+    Candidate c{"cpu-extraction"};
+    c.nonIssue = true;
+    c.reason = code(ev.text) + " in `" + s.fn.qualName +
+               "` reads a compile-time constant (a scalar built on the host) to embed it in the kernel source.";
+    out.push_back(c);
+    return;
+  }
   if (s.is(s.rules.itemCalls)) {
     std::string var = s.arrayVar();
     Origin o = s.originOf(var);

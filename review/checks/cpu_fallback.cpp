@@ -6,6 +6,25 @@ namespace m2v::review {
 void checkCpuFallback(const Site& s, Out& out) {
   if (!isCpuFallback(s)) return;
   Candidate c{"cpu-fallback", "call"};
+  if (const Cond* rare = s.rareGate()) {
+    c.nonIssue = true;
+    c.reason = code(s.ev.text) + " runs only when " + rare->describe() +
+               ": complex or 64-bit input, which no inference path gives this operation.";
+    out.push_back(c);
+    return;
+  }
+  if (Refusal r; s.refusal(r)) {
+    std::string why;
+    for (auto& x : r.reasons) why += (why.empty() ? "" : "; ") + x;
+    if (r.rareOnly) {
+      c.nonIssue = true;
+      c.reason = code(s.ev.text) + " runs only when " + code(r.call) + " refuses: " + why +
+                 ". Every other dtype is dispatched on the GPU; no inference path reaches the CPU here.";
+      out.push_back(c);
+      return;
+    }
+    c.triggerNote = code(r.call) + " returns false: " + why;
+  }
   c.problem = code(s.ev.text) + " runs the CPU implementation from the GPU path.";
   c.why = "The inputs must be finished and visible to the host before the CPU runs, and the result must go back to "
           "the device: the GPU chain breaks into submit, wait, CPU work, upload.";

@@ -5,13 +5,21 @@ namespace m2v::review {
 
 void checkDispatchFragmentation(const Site& s, Out& out) {
   if (!s.is(s.rules.dispatchCalls) && s.callDispatches.empty()) return;
-  auto loops = s.loops();
+  auto loops = s.nearLoops();
   if (loops.empty()) return;
   const Loop* bad = nullptr;
   for (auto* l : loops)
     if ((l->constBound < 0 || l->constBound > s.rules.smallPassBound) &&
         !anyRegex(s.rules.smallLoopPatterns, l->header))
       bad = l;
+  if (bad && s.is(s.rules.dispatchCalls) && anyRegex(s.rules.gridSplitLoopPatterns, bad->header)) {
+    Candidate c{"dispatch-fragmentation"};
+    c.nonIssue = true;
+    c.reason = code(s.ev.text) + " runs per chunk of " + code(bad->header) +
+               ": one grid split over the device's dispatch limits, not one dispatch per element.";
+    out.push_back(c);
+    return;
+  }
   if (!bad) {
     Candidate c{"dispatch-fragmentation"};
     c.nonIssue = true;

@@ -10,6 +10,13 @@ void checkHiddenMaterialization(const Site& s, Out& out) {
   if (s.is(s.rules.copyCalls) && !ev.args.empty() && !s.inCopyHelper()) {
     Origin o = s.originOfArg(0);
     if (o.kind != Origin::Lazy) return;
+    // evaluated just before (`eval(x); copy_gpu(x, ...)`): the evaluation is the finding, the copy reads a result
+    const std::string& v = ev.argVars.empty() ? std::string() : ev.argVars[0];
+    for (auto& e : s.fn.events)
+      if (!v.empty() && e.kind == "call" && e.line < ev.line && e.line + 6 >= ev.line &&
+          nameMatches(s.rules.evalCalls, e.name, e.qualName) &&
+          (e.receiverVar == v || (!e.argVars.empty() && e.argVars[0] == v)))
+        return;
     Candidate c{"hidden-materialization", "copy"};
     c.problem = code(ev.text) + " materializes `" + (o.var.empty() ? ev.args[0] : o.var) + "`, " + originText(o) +
                 ", into a full contiguous buffer.";

@@ -9,6 +9,16 @@ namespace m2v::review {
 void checkHostSync(const Site& s, Out& out) {
   if (s.ev.kind != "call") return;
   const Event& ev = s.ev;
+  if (nameMatches(s.rules.hostWaitApiFunctions, s.fn.name, s.fn.qualName) &&
+      (s.is(s.rules.evalCalls) || s.is(s.rules.syncCalls) || s.is(s.rules.fenceWaitCalls))) {
+    Candidate c{"host-sync"};
+    c.nonIssue = true;
+    c.reason = code(ev.text) + " is the body of `" + s.fn.qualName +
+               "`, the host wait the scheduler or the user asks for when a result is needed; it is not on an "
+               "operation's path.";
+    out.push_back(c);
+    return;
+  }
   if (s.is(s.rules.gpuSideWaits)) {
     Candidate c;
     c.check = "host-sync";
@@ -33,6 +43,16 @@ void checkHostSync(const Site& s, Out& out) {
     }
     if (!array) return;
     Origin o = s.originOf(var);
+    if (ev.name == "wait" && o.kind == Origin::Input) {
+      // A graph input is scheduled, not finished: waiting for it blocks the host until its producer ran on the GPU.
+      Candidate c{"host-sync", "wait-input"};
+      c.problem = code(ev.text) + " blocks the host until the GPU has produced `" + var + "`, a graph input.";
+      c.why = "The host stops recording until the queue drains up to the producer; the next operations cannot be "
+              "queued behind this one.";
+      c.direction = "Let the stream order the input (barrier or semaphore) and read it on the GPU instead of waiting.";
+      out.push_back(c);
+      return;
+    }
     if (ev.name == "wait") {
       const Cond* unevaluated = s.unevaluatedBranch();
       bool lazy = o.kind == Origin::Lazy;
@@ -76,6 +96,24 @@ void checkHostSync(const Site& s, Out& out) {
   }
   if (s.is(s.rules.syncCalls)) {
     Candidate c{"host-sync", "synchronize"};
+    if (const Cond* rare = s.rareGate()) {
+      c.nonIssue = true;
+      c.reason = code(ev.text) + " runs only when " + rare->describe() + ": complex or 64-bit input.";
+      out.push_back(c);
+      return;
+    }
+    if (Refusal r; s.refusal(r)) {
+      std::string why;
+      for (auto& x : r.reasons) why += (why.empty() ? "" : "; ") + x;
+      if (r.rareOnly) {
+        c.nonIssue = true;
+        c.reason = code(ev.text) + " runs only when " + code(r.call) + " refuses: " + why +
+                   ". Every other dtype stays on the GPU without a wait.";
+        out.push_back(c);
+        return;
+      }
+      c.triggerNote = code(r.call) + " returns false: " + why;
+    }
     c.problem = code(ev.text) + " waits on the host for all queued GPU work.";
     c.why =
         "Every operation on this path drains the queue: the GPU idles between operations and the host cannot "

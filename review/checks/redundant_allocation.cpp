@@ -13,8 +13,16 @@ static bool prefixOf(const std::vector<Cond>& a, const std::vector<Cond>& b) {
 void checkRedundantAllocation(const Site& s, Out& out) {
   if (s.ev.kind != "call") return;
   const Event& ev = s.ev;
-  if (s.is(s.rules.perDispatchAllocCalls) && s.loops().empty()) {
+  if (s.is(s.rules.perDispatchAllocCalls) && s.nearLoops().empty()) {
     Candidate c{"redundant-allocation", "per-dispatch"};
+    // Created on a cache miss, a lazily set handle or an empty free list: reused afterwards, not per operation.
+    if (const Cond* cached = s.condMatchingExpanded(s.rules.cacheCondPatterns)) {
+      c.nonIssue = true;
+      c.reason = code(ev.text) + " runs only when " + cached->describe() + " (in `" + s.condOwner(cached).qualName +
+                 "`): the object is cached or pooled and reused, not created per operation.";
+      out.push_back(c);
+      return;
+    }
     c.problem = code(ev.text) + " creates a buffer (or pool, fence) for this one operation on every call.";
     c.why =
         "Allocation and release per dispatch: allocator or driver work on the recording path for data that "
@@ -27,7 +35,7 @@ void checkRedundantAllocation(const Site& s, Out& out) {
   }
   if (s.is(s.rules.allocCalls)) {
     const Loop* bad = nullptr;
-    for (auto* l : s.loops())
+    for (auto* l : s.nearLoops())
       if ((l->constBound < 0 || l->constBound > s.rules.smallPassBound) &&
           !anyRegex(s.rules.smallLoopPatterns, l->header))
         bad = l;
@@ -43,7 +51,7 @@ void checkRedundantAllocation(const Site& s, Out& out) {
     for (auto& e : s.fn.events) {
       if (&e == &ev || e.line >= ev.line) break;
       if (e.kind == "call" && nameMatches(s.rules.setDataCalls, e.name, e.qualName) &&
-          e.receiverVar == ev.receiverVar && prefixOf(e.conds, ev.conds) && e.loops.size() == ev.loops.size()) {
+          e.receiverVar == ev.receiverVar && e.receiver == ev.receiver && prefixOf(e.conds, ev.conds) && e.loops.size() == ev.loops.size()) {
         Candidate c{"redundant-allocation", "double"};
         c.problem = "`" + ev.receiverVar + "` is allocated again by " + code(ev.text) + " after " + code(e.text) +
                     " at " + s.at(e.line) + " on the same path.";

@@ -8,12 +8,27 @@ void checkSilentSlowPath(const Site& s, Out& out) {
   // The case must be decided where the fallback is taken (a caller's layout or feature test is another matter).
   const Cond* c0 = nullptr;
   for (auto& c : s.ev.conds)
-    if (!c0 && (anyRegex(s.rules.unsupportedPatterns, c.text) ||
+    // only a branch that selects the case (an early return or an else past it has excluded it)
+    if (!c0 && c.kind != "guard" && c.kind != "else" && c.kind != "else ?:" && (anyRegex(s.rules.unsupportedPatterns, c.text) ||
                 (!c.owner.empty() && anyRegex(s.rules.unsupportedPatterns, c.owner))))
       c0 = &c;
   if (!c0)  // the default case of a switch over the dtype: every dtype not listed
     for (auto& c : s.ev.conds)
       if (c.kind == "default" && c.owner.find("dtype") != std::string::npos) c0 = &c;
+  Refusal r;
+  if (!c0 && s.refusal(r) && r.rareOnly) {
+    // `if (!dispatch_unary(...)) eval_cpu(...)`: the dispatcher refuses only unsupported dtypes or a missing shader
+    std::string why;
+    for (auto& x : r.reasons) why += (why.empty() ? "" : "; ") + x;
+    Candidate c{"silent-slow-path", "fallback"};
+    c.problem = "Unsupported case (" + code(r.call) + " refuses: " + why + ") silently falls back to " +
+                code(s.ev.text) + ".";
+    c.why = "Rare inputs get a correct but far slower, host-synchronizing path with no signal.";
+    c.direction = "Throw a not-yet-implemented error for the refused dtypes (or implement them on the GPU).";
+    c.triggerNote = code(r.call) + " returns false: " + why;
+    out.push_back(c);
+    return;
+  }
   if (!c0) return;
   Candidate c{"silent-slow-path", "fallback"};
   c.problem = "Unsupported case " +

@@ -44,6 +44,7 @@ void applyJson(const nlohmann::json& j, Rules& r) {
   list("dispatch_calls", r.dispatchCalls);
   if (j.contains("small_pass_bound")) r.smallPassBound = j.at("small_pass_bound").get<long>();
   list("small_loop_patterns", r.smallLoopPatterns);
+  list("grid_split_loop_patterns", r.gridSplitLoopPatterns);
   list("alloc_calls", r.allocCalls);
   list("set_data_calls", r.setDataCalls);
   list("small_tensor_patterns", r.smallTensorPatterns);
@@ -57,6 +58,13 @@ void applyJson(const nlohmann::json& j, Rules& r) {
   list("queue_switch_cond_patterns", r.queueSwitchCondPatterns);
   list("per_dispatch_alloc_calls", r.perDispatchAllocCalls);
   list("graph_end_functions", r.graphEndFunctions);
+  list("rare_refusal_patterns", r.rareRefusalPatterns);
+  list("cache_cond_patterns", r.cacheCondPatterns);
+  list("inference_dtype_patterns", r.inferenceDtypePatterns);
+  list("dtype_name_patterns", r.dtypeNamePatterns);
+  list("constant_functions", r.constantFunctions);
+  list("host_wait_api_functions", r.hostWaitApiFunctions);
+  if (j.contains("loop_frames")) r.loopFrames = j.at("loop_frames").get<int>();
   if (j.contains("severity"))
     for (auto& [k, v] : j.at("severity").items()) r.severity[k] = v.get<std::string>();
   list("priority", r.priority);

@@ -17,7 +17,10 @@ struct Rules {
   std::vector<std::string> submitCalls, queueSwitchCalls, batchedSubmitPatterns;
   std::vector<std::string> dispatchCalls;
   long smallPassBound = 4;
-  std::vector<std::string> smallLoopPatterns;  // loop headers bounded by the op's arity (inputs, axes, ndim)
+  std::vector<std::string> smallLoopPatterns;
+  // Loops that split one grid over the device's dispatch limits (a chunk base advanced by the maximum): one logical
+  // dispatch, not one per element.
+  std::vector<std::string> gridSplitLoopPatterns;  // loop headers bounded by the op's arity (inputs, axes, ndim)
   std::vector<std::string> allocCalls, setDataCalls;
   std::vector<std::string> smallTensorPatterns, unsupportedPatterns;
   std::vector<std::string> envFunctions, onceFunctions;
@@ -30,6 +33,20 @@ struct Rules {
   std::vector<std::string> perDispatchAllocCalls;
   std::vector<std::string> graphEndFunctions;   // called once per graph (finalize): their submit is the flush    //
                                                 // staging/pool/fence creation that should not run per dispatch
+  // A CPU fallback behind `!f(...)` runs only when f refuses; refusals whose conditions all match these (complex or
+  // 64-bit dtypes, a missing pipeline) keep every inference dtype on the GPU.
+  std::vector<std::string> rareRefusalPatterns;
+  // Conditions that consult a cache or pool before creating (a lookup miss, a lazily set handle, an empty free list).
+  std::vector<std::string> cacheCondPatterns;
+  // Dtypes whose casts matter for inference (a cast staged only for other dtypes is off the common path).
+  std::vector<std::string> inferenceDtypePatterns;
+  std::vector<std::string> dtypeNamePatterns;  // a dtype named in code (float32, int32, ...)
+  // Loops this many frames above a dispatch or allocation are followed; farther ones are not attributed to it.
+  int loopFrames = 3;
+  // Functions that embed compile-time constants (their item<T>() reads scalars built on the host).
+  std::vector<std::string> constantFunctions;
+  // Host waits by contract: the scheduler's or the user's wait for a result (MLX's Event::wait()), not per operation.
+  std::vector<std::string> hostWaitApiFunctions;
   std::map<std::string, std::string> severity;  // check or check.rule -> high|medium|low
   std::vector<std::string> priority;            // which check wins when several flag one line
   std::vector<std::string> disabledChecks;

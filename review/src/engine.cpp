@@ -7,6 +7,8 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "check.h"
 
@@ -167,6 +169,27 @@ struct Engine {
     return out;
   }
 
+  // The condition calls a switch helper whose value, with the variable unset, is true (`if (env == nullptr) return
+  // true;`): the guarded path is the default one, not a debug path.
+  bool defaultOn(const Cond& c) const {
+    std::string t = c.text;
+    size_t paren = t.find('(');
+    if (paren == std::string::npos) return false;
+    std::string head = t.substr(0, paren);
+    size_t start = head.find_last_of("!:. ");
+    std::string name = start == std::string::npos ? head : head.substr(start + 1);
+    auto bn = byName.find(name);
+    if (bn == byName.end()) return false;
+    for (auto* g : bn->second)
+      for (auto& e : g->events)
+        if (e.kind == "return" && e.text == "true")
+          for (auto& rc : e.conds)
+            if ((rc.kind == "if" && anyRegex({"==\\s*nullptr", "^!\\s*\\w+$"}, rc.text)) ||
+                (rc.kind == "else" && anyRegex({"!=\\s*nullptr"}, rc.text)))
+              return true;
+    return false;
+  }
+
   std::string suppression(const std::vector<Frame>& frames, const Event& ev) const {
     std::vector<const Event*> sites;
     for (size_t k = 1; k < frames.size(); ++k) sites.push_back(frames[k].site);
@@ -177,6 +200,7 @@ struct Engine {
       for (auto& c : s->conds) {
         // an environment switch decides the branch alone (a disjunction can take it for other reasons)
         bool alone = c.text.find("||") == std::string::npos;
+        if (c.envGated && defaultOn(c)) continue;  // a feature switch that is on unless the variable says off
         if (c.envGated && alone && (c.kind == "if" || c.kind == "?:"))
           return "debug/trace path behind the environment switch " + code(c.text) + ", off by default.";
         if (c.envGated && alone && c.kind == "guard" && c.text.find('!') != std::string::npos)
@@ -263,6 +287,10 @@ struct Engine {
             "operation.";
     if (sup.empty() && (c.check == "cpu-extraction" || c.check == "scalar-fast-path" || c.check == "host-sync"))
       sup = hostResident(frames, ev);
+    if (sup.empty() && c.check == "host-sync" && !currentReach.empty() && frames.size() == 1 &&
+        anyRegex({"synchroni[sz]e|^wait"}, f.name))
+      sup = "`" + f.qualName + "` is itself a synchronize/wait API and no entry was shown to reach it: its callers, "
+            "where they are on an operation's path, are the findings.";
     if (!sup.empty()) {
       addNonIssue(c.check, f, line, code(ev.text) + " (" + c.check + "): " + sup);
       return;
@@ -278,9 +306,16 @@ struct Engine {
     fd.why = c.why;
     fd.direction = c.direction;
     fd.trigger = trigger(frames, ev);
+    if (!c.triggerNote.empty()) fd.trigger += "; taken when " + c.triggerNote;
     if (!currentReach.empty()) {
       fd.reachability = currentReach;
-      fd.trigger = "Reachability not established: " + currentReach + ". On the paths it runs: " + fd.trigger;
+      fd.proven = false;
+      // One sentence: where it runs inside the function, and that no entry was shown to reach it.
+      std::string local;
+      for (auto& cd : ev.conds) local += (local.empty() ? "" : " and ") + cd.describe();
+      fd.trigger = "Reachability not established (" + currentReach + "); within `" + f.qualName + "` it runs " +
+                   (local.empty() ? std::string("unconditionally") : "when " + local) +
+                   (c.triggerNote.empty() ? "" : ", taken when " + c.triggerNote) + ".";
     } else {
       fd.reachability = "reached from `" + frames.front().fn->qualName + "`";
     }
@@ -288,6 +323,10 @@ struct Engine {
       const Function& g = *frames[k].fn;
       fd.chain.push_back(g.qualName + " (" + loc(g, g.line) + ")");
     }
+    fd.macroGenerated = f.line == f.endLine;
+    for (auto& cd : ev.conds)
+      fd.pathKey += (cd.kind == "case" || cd.kind == "default" ? "switch " + cd.owner : cd.kind + " " + cd.text) + ";";
+    for (auto& l : ev.loops) fd.pathKey += "loop " + l.header + ";";
     auto key = std::make_pair(fd.file, fd.line);
     auto it = findingAt.find(key);
     if (it == findingAt.end()) {
@@ -306,7 +345,99 @@ struct Engine {
     }
   }
 
+  // The literal a caller passes for a parameter (or the default argument it omits), when it decides a test.
+  static bool literal(const std::string& t) {
+    static const std::set<std::string> lits = {"nullptr", "NULL", "std::nullopt", "nullopt", "false", "true", "0",
+                                               "{}", "std::nullopt_t{}"};
+    return lits.count(t) > 0;
+  }
+  static bool truthy(const std::string& v) { return v == "true"; }
+
+  // The value of one term of a condition under the frame's constants: 1 true, 0 false, -1 unknown.
+  static int termValue(std::string t, const std::map<std::string, std::string>& consts) {
+    auto trim = [](std::string& x) {
+      while (!x.empty() && (x.front() == ' ' || x.front() == '(')) x.erase(0, 1);
+      while (!x.empty() && (x.back() == ' ' || x.back() == ')')) x.pop_back();
+    };
+    trim(t);
+    bool neg = false;
+    while (!t.empty() && t[0] == '!') neg = !neg, t.erase(0, 1), trim(t);
+    std::string var = t;
+    bool eqNull = false, neNull = false;
+    for (const char* suf : {".has_value(", "->has_value("})
+      if (auto p = var.find(suf); p != std::string::npos) var = var.substr(0, p);
+    if (auto p = var.find("!= nullptr"); p != std::string::npos) var = var.substr(0, p), neNull = true;
+    if (auto p = var.find("== nullptr"); p != std::string::npos) var = var.substr(0, p), eqNull = true;
+    trim(var);
+    auto it = consts.find(var);
+    if (it == consts.end()) return -1;
+    bool v = truthy(it->second);
+    if (eqNull) v = !v;
+    (void)neNull;
+    return (neg ? !v : v) ? 1 : 0;
+  }
+
+  // A condition on the event that the constants of its frame make impossible (`if (offsets)` when the only caller
+  // passes nullptr; the else of `if (!opt)` when opt is left at std::nullopt).
+  static bool contradicted(const std::vector<Cond>& conds, const std::map<std::string, std::string>& consts) {
+    if (consts.empty()) return false;
+    for (auto& c : conds) {
+      bool positive = c.kind == "if" || c.kind == "?:";
+      bool negative = c.kind == "else" || c.kind == "else ?:" || c.kind == "guard";
+      if (!positive && !negative) continue;
+      auto split = [](const std::string& t, const std::string& op) {
+        std::vector<std::string> out;
+        size_t a = 0;
+        for (size_t p; (p = t.find(op, a)) != std::string::npos; a = p + op.size()) out.push_back(t.substr(a, p - a));
+        out.push_back(t.substr(a));
+        return out;
+      };
+      bool hasOr = c.text.find("||") != std::string::npos, hasAnd = c.text.find("&&") != std::string::npos;
+      if (hasOr && hasAnd) continue;
+      // the whole condition's value when one term settles it
+      int value = -1;
+      if (!hasOr) {
+        auto terms = split(c.text, "&&");
+        bool allTrue = true;
+        for (auto& t : terms) {
+          int v = termValue(t, consts);
+          if (v == 0) value = 0;
+          if (v != 1) allTrue = false;
+        }
+        if (value != 0 && allTrue) value = 1;
+      } else {
+        auto terms = split(c.text, "||");
+        bool allFalse = true;
+        for (auto& t : terms) {
+          int v = termValue(t, consts);
+          if (v == 1) value = 1;
+          if (v != 0) allFalse = false;
+        }
+        if (value != 1 && allFalse) value = 0;
+      }
+      if ((positive && value == 0) || (negative && value == 1)) return true;
+    }
+    return false;
+  }
+
+  void bindConsts(const Frame& caller, const Event& ev, const Function& g, Frame& nf) const {
+    for (size_t i = 0; i < g.params.size(); ++i) {
+      std::string v;
+      if (i < ev.args.size()) {
+        std::string a = ev.args[i];
+        if (literal(a))
+          v = a;
+        else if (auto it = caller.consts.find(a); it != caller.consts.end())
+          v = it->second;
+      } else if (const Var* p = g.var(g.params[i]); p && literal(p->initText)) {
+        v = p->initText;
+      }
+      if (!v.empty()) nf.consts[g.params[i]] = v;
+    }
+  }
+
   void runChecks(const std::vector<Frame>& frames, const Event& ev) {
+    if (contradicted(ev.conds, frames.back().consts)) return;  // the callers' constants rule this path out
     Site s(ev, frames, rules, cb);
     // A recursive call in a loop (the walk does not enter it again) that records a dispatch: the dispatch inside
     // is not seen on this path, so judge the call.
@@ -343,9 +474,11 @@ struct Engine {
         bool onChain = false;
         for (auto& fr : frames) onChain = onChain || fr.fn == g;
         if (onChain) continue;
+        if (contradicted(ev.conds, frames.back().consts)) continue;
         Frame nf;
         nf.fn = g;
         nf.site = &ev;
+        if (ev.kind == "call") bindConsts(frames.back(), ev, *g, nf);
         Site s(ev, frames, rules, cb);
         if (ev.kind == "call")
           for (size_t i = 0; i < g->params.size() && i < ev.args.size(); ++i) {
@@ -354,6 +487,7 @@ struct Engine {
           }
         std::string memo = g->key + (active ? "|a|" : "|p|");
         for (auto& [p, o] : nf.bound) memo += p + "=" + std::to_string(o.kind) + o.how + ";";
+        for (auto& [p, v] : nf.consts) memo += p + ":" + v + ";";
         if (visited.count(memo)) continue;
         visited.insert(memo);
         frames.push_back(nf);
@@ -361,6 +495,122 @@ struct Engine {
         frames.pop_back();
       }
     }
+  }
+
+  static bool isSetupFunction(const Function& f) {
+    if (f.name == "main" || (!f.name.empty() && f.name[0] == '~')) return true;
+    if (f.className.empty()) return false;
+    auto p = f.className.rfind("::");
+    std::string cls = p == std::string::npos ? f.className : f.className.substr(p + 2);
+    return f.name == cls;
+  }
+
+  // f is a constructor, destructor or `main`, or every chain of callers above it starts at one: why, else "".
+  std::string setupOnly(const Function& f) const {
+    if (isSetupFunction(f)) return f.name == "main" ? "is a build-time tool's `main`" : "creates or destroys the device";
+    std::set<std::string> seen{f.key};
+    std::vector<std::string> todo{f.key};
+    std::set<std::string> roots;
+    while (!todo.empty() && seen.size() < 4000) {
+      std::string k = todo.back();
+      todo.pop_back();
+      auto cl = callers.find(k);
+      if (cl == callers.end() || cl->second.empty()) {
+        if (k == f.key) return "";  // no caller at all: unknown, not setup
+        roots.insert(k);
+        continue;
+      }
+      for (auto& c : cl->second) {
+        const Function& g = cb.functions.at(c);
+        if (isEntry(g)) return "";
+        if (isSetupFunction(g)) {
+          roots.insert(c);
+          continue;
+        }
+        if (seen.insert(c).second) todo.push_back(c);
+      }
+    }
+    if (roots.empty()) return "";
+    std::string first;
+    for (auto& r : roots) {
+      const Function& g = cb.functions.at(r);
+      if (!isSetupFunction(g)) return "";
+      if (first.empty()) first = g.qualName;
+    }
+    return "is called only from constructors, destructors or a tool's `main` (e.g. `" + first + "`)";
+  }
+
+  // One finding per hazard: the lines of one path in one function are one finding (a wait with the CPU work it
+  // guards; the same check repeated per dtype case or per branch of one helper).
+  void groupFindings() {
+    auto& fs = rv.findings;
+    std::vector<bool> gone(fs.size(), false);
+    auto absorb = [&](size_t into, size_t from) {
+      Finding& a = fs[into];
+      const Finding& b = fs[from];
+      a.alsoLines.push_back(b.line);
+      a.alsoLines.insert(a.alsoLines.end(), b.alsoLines.begin(), b.alsoLines.end());
+      for (auto& e : b.alsoFrom)
+        if (std::find(a.alsoFrom.begin(), a.alsoFrom.end(), e) == a.alsoFrom.end()) a.alsoFrom.push_back(e);
+      if (b.chain.size() < a.chain.size() && b.proven == a.proven) a.chain = b.chain;
+      gone[from] = true;
+    };
+    // a host wait directly followed by the CPU fallback it prepares
+    for (size_t i = 0; i < fs.size(); ++i) {
+      if (fs[i].check != "cpu-fallback" && fs[i].check != "silent-slow-path") continue;
+      for (size_t j = 0; j < fs.size(); ++j)
+        if (!gone[j] && fs[j].check == "host-sync" && fs[j].file == fs[i].file && fs[j].function == fs[i].function &&
+            fs[j].pathKey.compare(0, fs[i].pathKey.size(), fs[i].pathKey) == 0 && fs[j].line + 16 >= fs[i].line &&
+            fs[j].line <= fs[i].line + 3) {
+          fs[i].problem += std::string(" The host waits ") + (fs[j].line < fs[i].line ? "before" : "after") +
+                           " it at line " + std::to_string(fs[j].line) + ".";
+          absorb(i, j);
+        }
+    }
+    for (size_t i = 0; i < fs.size(); ++i) {
+      if (gone[i] || (fs[i].check != "cpu-fallback" && fs[i].check != "silent-slow-path")) continue;
+      for (size_t j = 0; j < fs.size(); ++j) {
+        if (gone[j] || fs[j].check != "host-sync" || fs[j].rule != "synchronize" || fs[j].function == fs[i].function)
+          continue;
+        bool above = false;  // the wait's function is on the fallback's chain: it syncs, then calls down to it
+        for (auto& c : fs[i].chain) above = above || c.rfind(fs[j].function + " (", 0) == 0;
+        if (!above) continue;
+        fs[i].problem += " The host waits first in `" + fs[j].function + "` (" + fs[j].file + ":" +
+                         std::to_string(fs[j].line) + ").";
+        gone[j] = true;
+        for (auto& e : fs[j].alsoFrom)
+          if (std::find(fs[i].alsoFrom.begin(), fs[i].alsoFrom.end(), e) == fs[i].alsoFrom.end())
+            fs[i].alsoFrom.push_back(e);
+      }
+    }
+    // the host waits of one function's CPU detour (evaluate, synchronize) are one finding
+    std::map<std::tuple<std::string, std::string, std::string, std::string>, size_t> first;
+    for (size_t i = 0; i < fs.size(); ++i) {
+      if (gone[i]) continue;
+      // instances of one macro are one hazard: the body is the same code, only the operation differs
+      std::string body = fs[i].problem.substr(0, fs[i].problem.find(" The host waits"));
+      bool wait = fs[i].check == "host-sync" && fs[i].proven;
+      auto key = std::make_tuple(fs[i].file, fs[i].macroGenerated ? "macro|" + body : fs[i].function,
+                                 fs[i].check, wait ? std::string("waits") : fs[i].rule + "|" + fs[i].pathKey);
+      auto it = first.find(key);
+      if (it == first.end()) {
+        first[key] = i;
+        continue;
+      }
+      size_t a = it->second;
+      if (fs[i].line < fs[a].line) {  // the earliest line leads
+        std::swap(fs[i], fs[a]);
+      }
+      absorb(a, i);
+    }
+    std::vector<Finding> keep;
+    for (size_t i = 0; i < fs.size(); ++i)
+      if (!gone[i]) {
+        std::sort(fs[i].alsoLines.begin(), fs[i].alsoLines.end());
+        fs[i].alsoLines.erase(std::unique(fs[i].alsoLines.begin(), fs[i].alsoLines.end()), fs[i].alsoLines.end());
+        keep.push_back(fs[i]);
+      }
+    fs = keep;
   }
 
   // Functions reachable from f (through resolved calls).
@@ -443,6 +693,12 @@ struct Engine {
         }
         continue;
       }
+      if (std::string setup = setupOnly(f); !setup.empty()) {
+        // Device creation and teardown, or a build-time tool: runs once per process, not per operation.
+        inspected.insert(key);
+        addNonIssue("reachability", f, f.line, "`" + f.qualName + "` " + setup + ": not on a per-operation path.");
+        continue;
+      }
       if (noCaller) {
         currentReach = "no caller found in the parsed code (reachability from " + entryName + " unknown)";
       } else {
@@ -484,14 +740,20 @@ struct Engine {
     });
     for (auto& p : cb.parsedFiles) files.insert(rel(p));
     rv.files.assign(files.begin(), files.end());
+    groupFindings();
+    // Severity, then confidence: findings whose reachability is not established come after all proven ones.
     std::sort(rv.findings.begin(), rv.findings.end(), [](const Finding& a, const Finding& b) {
+      if (a.proven != b.proven) return a.proven;
       int ra = severityRank(a.severity), rb = severityRank(b.severity);
       if (ra != rb) return ra > rb;
       return std::tie(a.file, a.line) < std::tie(b.file, b.line);
     });
     // A spot reported as a finding is not also a non-issue.
     std::set<std::pair<std::string, unsigned>> hit;
-    for (auto& f : rv.findings) hit.insert({f.file, f.line});
+    for (auto& f : rv.findings) {
+      hit.insert({f.file, f.line});
+      for (auto l : f.alsoLines) hit.insert({f.file, l});
+    }
     std::vector<NonIssue> keep;
     for (auto& n : rv.nonIssues)
       if (!hit.count({n.file, n.line})) keep.push_back(n);

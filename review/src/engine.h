@@ -26,6 +26,11 @@ struct Finding {
   std::string reachability;           // "reached from `X`", or why reachability could not be established
   std::vector<std::string> chain;     // "fn (path:line)" from the entry down to the hazard
   std::vector<std::string> alsoFrom;  // other entries reaching the same spot
+  std::vector<unsigned> alsoLines;    // other lines of the same hazard in this function (one path, one finding)
+  bool proven = true;                 // reachability from an entry established
+  bool macroGenerated = false;        // the function is one line: an instance of a macro (UNARY_GPU(Cos, Cos))
+  std::string pathKey;                // the conditions in the function that lead to the line (cases of one switch
+                                      // count as one path): lines with the same key are one finding
 };
 
 struct NonIssue {

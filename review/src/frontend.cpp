@@ -101,6 +101,10 @@ class Extractor {
       v.isParam = true;
       v.line = line(p->getLocation());
       v.initKind = "param";
+      // the default argument (inherited from the declaration): a call that omits it passes this value
+      if (p->hasDefaultArg() && !p->hasUnparsedDefaultArg() && !p->hasUninstantiatedDefaultArg() &&
+          p->getDefaultArg())
+        v.initText = text(p->getDefaultArg());
       f.params.push_back(v.name);
       f.vars.push_back(v);
     }
@@ -139,6 +143,17 @@ class Extractor {
   unsigned line(SourceLocation l) { return sm_.getExpansionLineNumber(sm_.getExpansionLoc(l)); }
   std::string text(SourceRange r) {
     if (r.isInvalid()) return "";
+    // Code written inside a macro (a `UNARY_GPU(cls, op)` body, a `CHECK(x)` argument): its own spelling, so the
+    // condition `!dispatch_unary(...)` reads as written instead of as the macro call that expands it.
+    if (r.getBegin().isMacroID() && r.getEnd().isMacroID()) {
+      SourceLocation b = sm_.getSpellingLoc(r.getBegin()), e = sm_.getSpellingLoc(r.getEnd());
+      if (sm_.getFileID(b) == sm_.getFileID(e) && !sm_.isBeforeInTranslationUnit(e, b)) {
+        bool invalid = false;
+        llvm::StringRef s =
+            Lexer::getSourceText(CharSourceRange::getTokenRange(b, e), sm_, ctx_.getLangOpts(), &invalid);
+        if (!invalid && !s.empty() && s.size() < 4000) return squash(s);
+      }
+    }
     CharSourceRange cr = sm_.getExpansionRange(r);
     bool invalid = false;
     llvm::StringRef s = Lexer::getSourceText(cr, sm_, ctx_.getLangOpts(), &invalid);
@@ -783,6 +798,17 @@ class Extractor {
     }
     if (auto* le = dyn_cast<LambdaExpr>(s)) {
       walk(le->getBody(), c);
+      return;
+    }
+    if (auto* rs = dyn_cast<ReturnStmt>(s)) {
+      // A return with its value and the conditions that lead to it: callers judge "runs only when f(...) refuses"
+      // by the conditions of f's `return false`.
+      Event ev;
+      ev.kind = "return";
+      ev.text = rs->getRetValue() ? text(rs->getRetValue()) : "";
+      stamp(ev, rs, c);
+      cur_->events.push_back(std::move(ev));
+      walkChildren(s, c);
       return;
     }
     if (auto* dst = dyn_cast<DeclStmt>(s)) {

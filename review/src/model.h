@@ -28,7 +28,7 @@ struct Loop {
 
 // A call (or a pointer read, or an assignment) inside a function body.
 struct Event {
-  std::string kind;          // "call", "deref", "assign", "ref" (a function named without being called: a table entry,
+  std::string kind;          // "call", "deref", "assign", "return" (value in text), "ref" (a function named without being called: a table entry,
                              // a std::function target, a callback; the engine treats it as a possible call)
   std::string name;          // callee unqualified name (for deref/assign: the variable)
   std::string qualName;      // callee qualified name when resolved
@@ -55,7 +55,7 @@ struct Var {
   unsigned line = 0;
   bool isParam = false;
   bool isStatic = false;
-  std::string initText;
+  std::string initText;  // for a parameter: its default argument, if any
   std::string
       initKind;  // "op" (call result), "host" (array built from host values), "placeholder", "alias", "none", "other"
   std::string initCallee;             // callee name when initKind is "op"

@@ -66,13 +66,21 @@ void printMarkdown(const Review& r, std::ostream& out) {
   for (auto& f : r.findings) {
     out << ++i << ". **" << f.severity << "** [" << f.check << "." << f.rule << "]\n";
     out << "   - Severity: " << f.severity << "\n";
-    out << "   - Location: " << f.file << ":" << f.line << " in `" << f.function << "`\n";
+    out << "   - Location: " << f.file << ":" << f.line;
+    if (!f.alsoLines.empty()) {
+      out << " (same path also at line" << (f.alsoLines.size() > 1 ? "s" : "");
+      for (size_t k = 0; k < f.alsoLines.size(); ++k) out << (k ? ", " : " ") << f.alsoLines[k];
+      out << ")";
+    }
+    out << " in `" << f.function << "`\n";
     out << "   - Problem: " << f.problem << "\n";
     out << "   - Why it hurts: " << f.why << "\n";
     out << "   - Trigger: " << f.trigger << "\n";
     if (!f.alsoFrom.empty()) {
       out << "   - Also reached from:";
-      for (auto& a : f.alsoFrom) out << " " << a << ";";
+      // a handful names the entries; the rest is a count (the JSON lists them all)
+      for (size_t k = 0; k < f.alsoFrom.size() && k < 5; ++k) out << " " << f.alsoFrom[k] << ";";
+      if (f.alsoFrom.size() > 5) out << " and " << f.alsoFrom.size() - 5 << " more";
       out << "\n";
     }
     out << "   - Recommended direction: " << f.direction << "\n";
@@ -129,6 +137,8 @@ void printJson(const Review& r, std::ostream& out) {
                   {"reachability", f.reachability},
                   {"chain", f.chain},
                   {"also_from", f.alsoFrom},
+                  {"also_lines", f.alsoLines},
+                  {"confidence", f.proven ? "reachable" : "reachability not established"},
                   {"direction", f.direction}});
   j["findings"] = fs;
   json ns = json::array();

@@ -315,6 +315,14 @@ bool resolveTarget(const Codebase& cb, const Rules& rules, const TargetSpec& spe
     std::vector<const Function*> hits;
     for (auto& [k, f] : cb.functions)
       if (qualMatches(f.qualName, spec.value)) hits.push_back(&f);
+    // `Reduce` names the class, not just its constructor `Reduce::Reduce`: a target that only matches constructors
+    // is resolved as the class (every method, across files) unless a function was asked for.
+    bool onlyCtors = !hits.empty() && kind != "function";
+    for (auto* f : hits) {
+      std::string cls = f->className.substr(f->className.rfind(':') == std::string::npos ? 0 : f->className.rfind(':') + 1);
+      onlyCtors = onlyCtors && !f->className.empty() && f->name == cls;
+    }
+    if (onlyCtors) hits.clear();
     if (!hits.empty()) {
       t.kind = hits.size() > 1 ? "symbol" : "function";
       int best = -1;
