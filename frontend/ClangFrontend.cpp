@@ -666,6 +666,18 @@ void repairBoolVectorInserts(llvm::Module& m) {
 
 }  // namespace
 
+std::vector<std::string> metalMacroArguments(const CompileOptions& options) {
+  std::vector<std::string> args = {"-D__METAL_VERSION__=" + std::to_string(options.metalVersion), "-D__METAL__=1",
+                                   "-D__HAVE_NATIVE_BFLOAT__=1", "-D__HAVE_BFLOAT__=1", "-D__METAL2VK__=1"};
+  if (options.fastMath) args.push_back("-D__M2V_FAST_MATH__=1");
+  return args;
+}
+
+void addStdlibOverlay(llvm::vfs::OverlayFileSystem& fs, std::string* root) {
+  fs.pushOverlay(stdlibFileSystem());
+  if (root) *root = kStdlibRoot;
+}
+
 namespace {
 
 // One parse of the translation unit. Bool-vector component names clang rejected are returned in `swizzles` (and
@@ -707,11 +719,9 @@ FrontendOutput parseOnce(const std::string& source, const std::string& name, con
       // Metal's own pragmas (`#pragma METAL internals : enable`) and warning groups (-Wmetal-addr-spaces) mean
       // nothing to clang; they are accepted without a word, as Metal code expects.
       "-Wno-unknown-pragmas", "-Wno-unknown-warning-option", "-Wno-duplicate-decl-specifier", "-Wno-c++20-extensions", "-Wno-c++17-extensions",
-      "-D__METAL_VERSION__=" + std::to_string(options.metalVersion), "-D__METAL__=1", "-D__HAVE_NATIVE_BFLOAT__=1",
-      "-D__HAVE_BFLOAT__=1", "-D__METAL2VK__=1",
       // Metal has no double: an unsuffixed floating literal is a float.
       "-cl-single-precision-constant"};
-  if (options.fastMath) args.push_back("-D__M2V_FAST_MATH__=1");
+  for (std::string& macro : metalMacroArguments(options)) args.push_back(std::move(macro));
   // User warning flags first, so that the switches below (which keep our rewriting quiet) win.
   for (const std::string& w : options.warnings) args.push_back(w);
   // Our headers are system headers: user -W flags do not reach into them.

@@ -11,6 +11,9 @@
 #include "metal2vk/compiler.h"
 
 namespace llvm {
+namespace vfs {
+class OverlayFileSystem;
+}
 class LLVMContext;
 class Module;
 class Instruction;
@@ -76,6 +79,25 @@ struct FrontendOutput {
 // (reported to `diags`).
 FrontendOutput runFrontend(const std::string& source, const std::string& name, const CompileOptions& options,
                            SourceMap& sources, Diagnostics& diags);
+
+// The macros Metal code sees (__METAL_VERSION__, __METAL__, ...) as clang -D arguments.
+std::vector<std::string> metalMacroArguments(const CompileOptions& options);
+// Adds our headers (metal_stdlib and the rest, embedded in the binary) to `fs`; `root` receives the folder they
+// appear in (for -isystem, and to tell them from the user's files).
+void addStdlibOverlay(llvm::vfs::OverlayFileSystem& fs, std::string* root);
+
+// Runs clang's preprocessor alone over the file at `path` as the compiler would see it (macros, include rules, our
+// headers) and writes the result to standard output: `m2v metal -E`. With `headers`, lists the headers it entered as
+// clang's -H does ("." per include depth, a space, the path), leaving out our own headers, as Apple's SDK headers are
+// not part of a user's sources. Diagnostics go to standard error. Returns false on errors.
+struct PreprocessOptions {
+  bool keepComments = false;          // -C
+  bool keepCommentsInMacros = false;  // -CC
+  bool lineMarkers = true;            // -P turns them off
+  bool warnings = true;               // -w turns them off
+};
+bool preprocessFile(const std::string& path, const CompileOptions& options, const PreprocessOptions& pp,
+                    std::vector<std::string>* headers);
 
 // Reports `message` at the source position of `inst` (from its debug location), or without one.
 void reportAt(Diagnostics& diags, const SourceMap& sources, const llvm::Instruction* inst, Severity severity,

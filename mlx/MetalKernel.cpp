@@ -125,6 +125,9 @@ struct Runtime {
   uint64_t generation = 0;  // bumped when the device changes
 
   Device& dev() {
+    // After a timeout or a lost device the old Device runs nothing more: the next caller gets a new one (the fault
+    // stays with the work that caused it). Kernels created on the old device are recreated (generation).
+    if (device && device->faulted()) reset();
     if (!device) {
       DeviceOptions o;
       o.selector = selector;
@@ -172,6 +175,13 @@ Device& currentDevice() {
   Runtime& r = runtime();
   std::lock_guard<std::recursive_mutex> lock(r.mutex);
   return r.dev();
+}
+
+uint64_t deviceGeneration() {
+  Runtime& r = runtime();
+  std::lock_guard<std::recursive_mutex> lock(r.mutex);
+  r.dev();
+  return r.generation;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@
 #include "EmbeddedHeaders.h"
 #include "Sha256.h"
 #include "metal2vk/compiler.h"
+#include "metal2vk/library_file.h"
 #include "metal2vk/mlx.h"
 
 namespace fs = std::filesystem;
@@ -53,6 +54,7 @@ std::string payloadChecksum(const std::vector<std::pair<std::string, const std::
 struct CacheState {
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<const CompiledModule>> modules;
+  std::unordered_map<std::string, std::shared_ptr<const std::vector<CompiledKernel>>> libraries;
   CacheStats stats;
 };
 
@@ -242,6 +244,65 @@ std::shared_ptr<const CompiledModule> compileCached(const Assembly& assembly) {
   return it->second;
 }
 
+std::shared_ptr<const std::vector<CompiledKernel>> compileLibraryCached(const std::string& source,
+                                                                        const std::string& name,
+                                                                        const CompileOptions& options) {
+  std::string text = optionsText(options);
+  text += options.fastMath ? "fast;" : "";
+  text += "metal=" + std::to_string(options.metalVersion) + ";";
+  for (const auto& w : options.warnings) text += "W=" + w + ";";
+  Sha256 sha;
+  sha.field("m2v-metal-library-1");
+  sha.field(compilerVersion());
+  sha.field(headersHash());
+  sha.field(compilerBinaryIdentity());
+  sha.field(text);
+  sha.field(source);
+  const std::string key = sha.hex();
+  CacheState& st = state();
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (auto it = st.libraries.find(key); it != st.libraries.end()) {
+      st.stats.memoryHits++;
+      return it->second;
+    }
+  }
+  const std::string dir = moduleCacheDirectory();
+  const fs::path file = dir.empty() ? fs::path() : fs::path(dir) / (key + ".m2vlib");
+  std::shared_ptr<const std::vector<CompiledKernel>> kernels;
+  bool fromDisk = false, wrote = false;
+  if (!dir.empty() && fs::exists(file)) {
+    try {
+      kernels = std::make_shared<const std::vector<CompiledKernel>>(readLibraryFile(file.string()));
+      fromDisk = true;
+    } catch (const std::runtime_error&) {
+      // Damaged or from another compiler: compile again and replace it.
+    }
+  }
+  if (!kernels) {
+    CompileResult r = compileSource(source, name, options);
+    if (r.status != Status::Ok) throw CompileError(r.status, r.diagnostics.format(), name);
+    kernels = std::make_shared<const std::vector<CompiledKernel>>(std::move(r.kernels));
+    if (!dir.empty()) {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      try {
+        writeLibraryFile(file.string(), *kernels);
+        wrote = true;
+      } catch (const std::runtime_error&) {
+        // The disk cache is an optimisation: an unwritable directory is not an error.
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (fromDisk)
+    st.stats.diskHits++;
+  else
+    st.stats.compiles++;
+  if (wrote) st.stats.diskWrites++;
+  return st.libraries.emplace(key, kernels).first->second;
+}
+
 CacheStats cacheStats() {
   std::lock_guard<std::mutex> lock(state().mutex);
   return state().stats;
@@ -250,6 +311,7 @@ CacheStats cacheStats() {
 void clearMemoryCache() {
   std::lock_guard<std::mutex> lock(state().mutex);
   state().modules.clear();
+  state().libraries.clear();
 }
 
 }  // namespace m2v::mlx

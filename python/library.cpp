@@ -76,10 +76,15 @@ std::vector<uint32_t> spirvWords(const py::handle& spirv) {
 struct PyLibKernel {
   CompiledModule module;
   Kernel kernel;
+  uint64_t generation = 0;  // mlx::deviceGeneration() the kernel was created under
 
   const KernelReflection& reflection() const { return module.reflection; }
   const Kernel& onDevice() {
-    if (!kernel) kernel = mlx::createKernelFor(mlx::currentDevice(), module);
+    uint64_t current = mlx::deviceGeneration();
+    if (!kernel || generation != current) {
+      kernel = mlx::createKernelFor(mlx::currentDevice(), module);
+      generation = current;
+    }
     return kernel;
   }
   // "cooperative_matrix" or "shuffle" for a kernel with a cooperative-matrix build (on this process's device),
@@ -205,13 +210,20 @@ void bindLibrary(py::module_& m) {
   py::class_<PyStream>(m, "Stream",
                        "Records commands like an MTLComputeCommandEncoder; nothing waits until synchronize() or "
                        "read().")
-      .def(py::init([](bool timestamps, uint32_t batch_size) {
+      .def(py::init([](bool timestamps, uint32_t batch_size, uint32_t timeout_ms) {
              StreamOptions o;
              o.timestamps = timestamps;
              o.batchSize = batch_size;
+             o.timeoutMs = timeout_ms;
              return std::make_unique<PyStream>(mlx::currentDevice().createStream(o));
            }),
-           py::kw_only(), py::arg("timestamps") = false, py::arg("batch_size") = 256u)
+           py::kw_only(), py::arg("timestamps") = false, py::arg("batch_size") = 256u, py::arg("timeout_ms") = 0u,
+           "On the process's device (a new one if the last timed out or was lost). timeout_ms: host wait budget, "
+           "0 for the device's.")
+      .def_property(
+          "timeout_ms", [](const PyStream& s) { return s.stream.timeoutMs(); },
+          [](PyStream& s, uint32_t ms) { s.stream.setTimeoutMs(ms); },
+          "Host wait budget in ms (setting 0 restores the device's); a wait past it raises TimeoutError.")
       .def("set_kernel",
            [](PyStream& s, const std::shared_ptr<PyLibKernel>& k) {
              s.stream.setKernel(k->onDevice());

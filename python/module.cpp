@@ -284,6 +284,7 @@ PYBIND11_MODULE(_core, m) {
   static py::exception<m2v::UnsupportedError> unsupported(m, "UnsupportedError", error.ptr());
   static py::exception<m2v::UsageError> usage(m, "UsageError", PyExc_ValueError);
   static py::exception<m2v::DeviceError> deviceError(m, "DeviceError", error.ptr());
+  static py::exception<m2v::TimeoutError> timeoutError(m, "TimeoutError", deviceError.ptr());
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -298,6 +299,8 @@ PYBIND11_MODULE(_core, m) {
       unsupported(e.what());
     } catch (const m2v::UsageError& e) {
       usage(e.what());
+    } catch (const m2v::TimeoutError& e) {
+      timeoutError(e.what());
     } catch (const m2v::DeviceError& e) {
       deviceError(e.what());
     } catch (const m2v::RuntimeError& e) {
@@ -369,6 +372,7 @@ PYBIND11_MODULE(_core, m) {
     d["cooperative_matrix_shapes"] = i.cooperativeMatrixShapes;
     d["max_threads_per_threadgroup"] = i.maxWorkgroupInvocations;
     d["description"] = i.describe();
+    d["timeout_ms"] = currentDevice().timeoutMs();
     return d;
   });
   m.def(

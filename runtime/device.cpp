@@ -98,13 +98,15 @@ std::string DeviceState::faultMessage() {
   return "device is unusable after an earlier failure (" + faultReason + ")";
 }
 
-uint32_t resolveTimeoutMs(uint32_t requested) {
+uint32_t resolveTimeoutMs(uint32_t requested, const std::string& deviceType) {
   if (requested) return requested;
   if (const char* env = std::getenv("M2V_TIMEOUT_MS")) {
     long value = std::strtol(env, nullptr, 10);
     if (value > 0) return uint32_t(value);
   }
-  return 10000;
+  // A CPU device (lavapipe) runs kernels tens of times slower than a GPU, and slower still on a small or busy
+  // machine: a budget that fits a GPU would stop legitimate work there.
+  return deviceType == "cpu" ? kCpuDeviceTimeoutMs : kGpuDeviceTimeoutMs;
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -591,7 +593,6 @@ static void createLogicalDevice(DeviceState& state) {
 
 Device::Device(const DeviceOptions& options) : state_(std::make_shared<DeviceState>()) {
   DeviceState& state = *state_;
-  state.timeoutMs = resolveTimeoutMs(options.timeoutMs);
   bool validation = options.validation < 0 ? envFlag("M2V_VALIDATION") : options.validation != 0;
   if (validation && !hasLayer("VK_LAYER_KHRONOS_validation"))
     throw UnsupportedError("validation requested (M2V_VALIDATION) but VK_LAYER_KHRONOS_validation is not installed");
@@ -640,6 +641,7 @@ Device::Device(const DeviceOptions& options) : state_(std::make_shared<DeviceSta
   info.vendorId = props.properties.vendorID;
   info.deviceId = props.properties.deviceID;
   info.type = deviceTypeName(props.properties.deviceType);
+  state.timeoutMs = resolveTimeoutMs(options.timeoutMs, info.type);
   info.apiVersion = props.properties.apiVersion;
   info.driver = std::string(driver.driverName) + (driver.driverInfo[0] ? std::string(" ") + driver.driverInfo : "");
   info.subgroupSize = subgroup.subgroupSize;
@@ -687,6 +689,12 @@ Device::Device(Device&&) noexcept = default;
 Device& Device::operator=(Device&&) noexcept = default;
 
 const DeviceInfo& Device::info() const { return state_->info; }
+uint32_t Device::timeoutMs() const { return state_->timeoutMs; }
+bool Device::faulted() const { return state_->faulted.load(); }
+std::string Device::faultReason() const {
+  std::lock_guard lock(state_->faultMutex);
+  return state_->faultReason;
+}
 
 DeviceStats Device::stats() const {
   DeviceStats s;

@@ -14,7 +14,10 @@
 
 namespace m2v {
 
-uint32_t resolveTimeoutMs(uint32_t requested);
+// Default host wait budgets (DeviceOptions::timeoutMs, M2V_TIMEOUT_MS override them).
+constexpr uint32_t kGpuDeviceTimeoutMs = 10000;
+constexpr uint32_t kCpuDeviceTimeoutMs = 120000;
+uint32_t resolveTimeoutMs(uint32_t requested, const std::string& deviceType);
 
 struct DeviceState {
   DeviceInfo info;
@@ -80,6 +83,13 @@ struct BufferObject {
   RawBuffer raw;
   // Last batch (globally unique serial) that took a reference: lets a stream keep each buffer alive once per batch.
   std::atomic<uint64_t> keptByBatch{0};
+};
+
+// A timeline semaphore (Event).
+struct EventObject {
+  std::shared_ptr<DeviceState> device;
+  UniqueSemaphore semaphore;
+  std::mutex signalMutex;  // host signals compare with the current value first: Vulkan requires growth
 };
 
 // Value of a function constant as set by the host; converted to the reflected type when the pipeline is built.

@@ -4,6 +4,7 @@
 // the host. Completed work is reclaimed by polling the timeline value (vkGetSemaphoreCounterValue, non-blocking);
 // when nothing is free yet a new command buffer / arena chunk is created instead of waiting.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <deque>
 
@@ -58,10 +59,16 @@ struct Batch {
   UniqueQueryPool queries;
   uint64_t serial = 0;
   uint64_t signalValue = 0;
+  std::chrono::steady_clock::time_point submittedAt;  // for the timeout message: how long the work had run
   uint32_t dispatches = 0;
   uint32_t otherCommands = 0;
   bool needsHostBarrier = false;
   std::vector<std::shared_ptr<BufferObject>> keepAlive;
+  std::vector<std::shared_ptr<EventObject>> events;  // semaphores the submission waits on
+  // Semaphores the submission signals besides the timeline, with their values. The signal operations of one
+  // submission are not ordered, so these may reach their values a moment after the timeline does: the batch is
+  // retired (and may drop the last reference to one) only once they have.
+  std::vector<std::pair<std::shared_ptr<EventObject>, uint64_t>> signaledEvents;
   std::vector<PendingReadback> readbacks;
   std::vector<TimingLabel> timings;
 };
@@ -73,6 +80,7 @@ uint64_t alignUp(uint64_t value, uint64_t alignment) { return (value + alignment
 struct StreamState {
   std::shared_ptr<DeviceState> device;
   StreamOptions options;
+  uint32_t timeoutMs = 0;  // host wait budget; 0: the device's
   UniqueCommandPool commandPool;
   UniqueSemaphore timeline;
   uint64_t submittedValue = 0;  // value signalled by the last submitted batch
@@ -84,6 +92,8 @@ struct StreamState {
   std::vector<std::unique_ptr<ArenaChunk>> arena;
   ArenaChunk* currentChunk = nullptr;
   std::vector<Access> pendingAccesses;
+  std::vector<VkSemaphoreSubmitInfo> eventSignals;  // added to the next submission (Stream::commit(signals))
+  std::vector<VkSemaphoreSubmitInfo> eventWaits;    // likewise
 
   // Encoder state.
   std::shared_ptr<KernelObject> kernel;
@@ -155,18 +165,49 @@ struct StreamState {
     uint64_t value = 0;
     vkCheck(vkGetSemaphoreCounterValue(vk(), timeline.get(), &value), "vkGetSemaphoreCounterValue", device.get());
     completedValue = std::max(completedValue, value);
-    while (!inFlight.empty() && inFlight.front()->signalValue <= completedValue) {
+    while (!inFlight.empty() && inFlight.front()->signalValue <= completedValue &&
+           eventsSignalled(*inFlight.front())) {
       std::unique_ptr<Batch> batch = std::move(inFlight.front());
       inFlight.pop_front();
       for (const PendingReadback& r : batch->readbacks) std::memcpy(r.destination, r.staging, r.size);
       if (batch->queries && !batch->timings.empty()) collectTimings(*batch);
       batch->keepAlive.clear();
+      batch->events.clear();
+      batch->signaledEvents.clear();
       batch->readbacks.clear();
       batch->timings.clear();
       batch->dispatches = batch->otherCommands = 0;
       batch->needsHostBarrier = false;
       spareBatches.push_back(std::move(batch));
     }
+  }
+
+  bool eventsSignalled(const Batch& batch) const {
+    for (const auto& [event, value] : batch.signaledEvents) {
+      uint64_t reached = 0;
+      vkCheck(vkGetSemaphoreCounterValue(vk(), event->semaphore.get(), &reached), "vkGetSemaphoreCounterValue",
+              device.get());
+      if (reached < value) return false;
+    }
+    return true;
+  }
+
+  // After the timeline reached `value`: waits for the other semaphores the batches up to it signal (see Batch).
+  void waitForEventSignals(uint64_t value, uint64_t timeoutNs) {
+    std::vector<VkSemaphore> semaphores;
+    std::vector<uint64_t> values;
+    for (const auto& batch : inFlight)
+      if (batch->signalValue <= value)
+        for (const auto& [event, v] : batch->signaledEvents) {
+          semaphores.push_back(event->semaphore.get());
+          values.push_back(v);
+        }
+    if (semaphores.empty()) return;
+    VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    info.semaphoreCount = uint32_t(semaphores.size());
+    info.pSemaphores = semaphores.data();
+    info.pValues = values.data();
+    vkCheck(vkWaitSemaphores(vk(), &info, timeoutNs), "vkWaitSemaphores (event signals)", device.get());
   }
 
   void collectTimings(Batch& batch) {
@@ -220,6 +261,7 @@ struct StreamState {
 
   // Inserts one global memory barrier when a command's accesses conflict with unbarriered earlier ones.
   void orderAfterHazards(Batch& batch, const std::vector<Access>& accesses) {
+    if (options.explicitBarriers) return;  // the caller places barriers (Stream::barrier)
     bool needBarrier = pendingAccesses.size() + accesses.size() > kMaxPendingAccesses;
     for (size_t i = 0; i < accesses.size() && !needBarrier; ++i) {
       const Access& a = accesses[i];
@@ -266,10 +308,12 @@ struct StreamState {
     if (!recording || (recording->dispatches == 0 && recording->otherCommands == 0)) return;
     throwIfFaulted();
     Batch& batch = *recording;
-    if (batch.needsHostBarrier) {  // make readback copies visible to the host reads after the wait
+    // Make readback copies (and, with explicit barriers, kernel writes to shared buffers) visible to host reads
+    // after the wait.
+    if (batch.needsHostBarrier || options.explicitBarriers) {
       VkMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
-      barrier.srcStageMask = VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
-      barrier.srcAccessMask = VK_ACCESS_2_TRANSFER_WRITE_BIT;
+      barrier.srcStageMask = VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT;
+      barrier.srcAccessMask = VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT;
       barrier.dstStageMask = VK_PIPELINE_STAGE_2_HOST_BIT;
       barrier.dstAccessMask = VK_ACCESS_2_HOST_READ_BIT;
       VkDependencyInfo dependency{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
@@ -287,22 +331,46 @@ struct StreamState {
     VkSubmitInfo2 submitInfo{VK_STRUCTURE_TYPE_SUBMIT_INFO_2};
     submitInfo.commandBufferInfoCount = 1;
     submitInfo.pCommandBufferInfos = &commandInfo;
-    submitInfo.signalSemaphoreInfoCount = 1;
-    submitInfo.pSignalSemaphoreInfos = &signal;
+    std::vector<VkSemaphoreSubmitInfo> signals{signal};
+    signals.insert(signals.end(), eventSignals.begin(), eventSignals.end());
+    eventSignals.clear();
+    submitInfo.signalSemaphoreInfoCount = uint32_t(signals.size());
+    submitInfo.pSignalSemaphoreInfos = signals.data();
+    std::vector<VkSemaphoreSubmitInfo> waits = std::move(eventWaits);
+    eventWaits.clear();
+    submitInfo.waitSemaphoreInfoCount = uint32_t(waits.size());
+    submitInfo.pWaitSemaphoreInfos = waits.data();
     {
       std::lock_guard lock(device->queueMutex);
       vkCheck(vkQueueSubmit2(device->queue, 1, &submitInfo, VK_NULL_HANDLE), "vkQueueSubmit2", device.get());
     }
     submittedValue = batch.signalValue;
+    batch.submittedAt = std::chrono::steady_clock::now();
     inFlight.push_back(std::move(recording));
     stats.submissions++;
     reclaim();
   }
 
+  // "the oldest unfinished command buffer was submitted N ms ago" for a wait on `value` that timed out.
+  std::string unfinishedWorkAge(uint64_t value) const {
+    for (const auto& batch : inFlight)
+      if (batch->signalValue > completedValue && batch->signalValue <= value) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                        batch->submittedAt)
+                      .count();
+        return "its oldest unfinished command buffer had run for " + std::to_string(ms) + " ms";
+      }
+    return "its work had not started";
+  }
+
   void wait(uint64_t value) {
     if (value > submittedValue) submit();
     if (value > submittedValue) throw UsageError("wait: timeline value " + std::to_string(value) + " was never committed");
-    if (value <= completedValue) return reclaim();
+    const uint32_t budgetMs = timeoutMs ? timeoutMs : device->timeoutMs;
+    if (value <= completedValue) {
+      waitForEventSignals(value, uint64_t(budgetMs) * 1000000ull);
+      return reclaim();
+    }
     throwIfFaulted();
     VkSemaphore semaphore = timeline.get();
     VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
@@ -310,14 +378,16 @@ struct StreamState {
     info.pSemaphores = &semaphore;
     info.pValues = &value;
     stats.hostWaits++;
-    VkResult r = vkWaitSemaphores(vk(), &info, uint64_t(device->timeoutMs) * 1000000ull);
+    VkResult r = vkWaitSemaphores(vk(), &info, uint64_t(budgetMs) * 1000000ull);
     if (r == VK_TIMEOUT) {
-      std::string what = "GPU work did not finish within " + std::to_string(device->timeoutMs) +
-                         " ms (M2V_TIMEOUT_MS); a kernel may never terminate";
+      std::string what = "GPU work did not finish within " + std::to_string(budgetMs) + " ms (the budget of this " +
+                         device->info.type + " device's stream; M2V_TIMEOUT_MS sets it): " + unfinishedWorkAge(value) +
+                         "; a kernel may never terminate, or the device is too slow for it";
       device->markFaulted(what);
-      throw TimeoutError(what + "; the device is no longer usable");
+      throw TimeoutError(what + "; this device is no longer usable (a new Device runs what comes next)");
     }
     vkCheck(r, "vkWaitSemaphores", device.get());
+    waitForEventSignals(value, uint64_t(budgetMs) * 1000000ull);
     reclaim();
   }
 
@@ -375,11 +445,6 @@ struct StreamState {
     }
     if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;  // empty grid: nothing runs, as on Metal
     const DeviceInfo& info = device->info;
-    if (groups.x > info.maxWorkgroupCount[0] || groups.y > info.maxWorkgroupCount[1] ||
-        groups.z > info.maxWorkgroupCount[2])
-      throw UsageError("kernel '" + k.reflection.entry + "': " + std::to_string(groups.x) + "x" +
-                       std::to_string(groups.y) + "x" + std::to_string(groups.z) +
-                       " threadgroups exceed the device's maxComputeWorkGroupCount");
 
     // Push block per ABI: grid, reserved word, then one device address per [[buffer(n)]].
     alignas(8) uint8_t push[kPushConstantLimit] = {};
@@ -429,8 +494,25 @@ struct StreamState {
     const uint32_t full[3] = {grid.x / tg.x, grid.y / tg.y, grid.z / tg.z};
     const uint32_t rest[3] = {grid.x % tg.x, grid.y % tg.y, grid.z % tg.z};
     const uint32_t size[3] = {tg.x, tg.y, tg.z};
+    // Metal allows 2^32-1 threadgroups per dimension, Vulkan devices fewer (lavapipe 65535, NVIDIA 65535 in y and
+    // z): larger ranges run as several dispatches, each at its base group. Positions come from the workgroup id,
+    // which includes the base, and threadgroups_per_grid from the grid (docs/ABI.md), so the kernel sees one grid.
+    auto dispatchBase = [&](const uint32_t base[3], const uint32_t count[3]) {
+      const uint32_t* limit = info.maxWorkgroupCount;
+      for (uint32_t z = 0; z < count[2]; z += limit[2])
+        for (uint32_t y = 0; y < count[1]; y += limit[1])
+          for (uint32_t x = 0; x < count[0]; x += limit[0])
+            vkCmdDispatchBase(cmd, base[0] + x, base[1] + y, base[2] + z, std::min(limit[0], count[0] - x),
+                              std::min(limit[1], count[1] - y), std::min(limit[2], count[2] - z));
+    };
     if (!rest[0] && !rest[1] && !rest[2]) {
-      vkCmdDispatch(cmd, groups.x, groups.y, groups.z);
+      if (groups.x <= info.maxWorkgroupCount[0] && groups.y <= info.maxWorkgroupCount[1] &&
+          groups.z <= info.maxWorkgroupCount[2]) {
+        vkCmdDispatch(cmd, groups.x, groups.y, groups.z);
+      } else {
+        const uint32_t base[3] = {0, 0, 0}, count[3] = {groups.x, groups.y, groups.z};
+        dispatchBase(base, count);
+      }
     } else {
       for (uint32_t region = 0; region < 8; ++region) {
         uint32_t base[3], count[3], local[3];
@@ -446,7 +528,7 @@ struct StreamState {
         VkPipeline regionPipeline =
             k.pipelineFor({local[0], local[1], local[2]}, tg, constants, threadgroupLengths, &pipelineLayout);
         vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, regionPipeline);
-        vkCmdDispatchBase(cmd, base[0], base[1], base[2], count[0], count[1], count[2]);
+        dispatchBase(base, count);
       }
       boundPipeline = VK_NULL_HANDLE;  // the region pipelines replaced it
     }
@@ -480,6 +562,7 @@ Stream Device::createStream(const StreamOptions& options) {
   auto state = std::make_unique<StreamState>();
   state->device = state_;
   state->options = options;
+  state->timeoutMs = options.timeoutMs;
   VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   poolInfo.queueFamilyIndex = state_->queueFamily;
@@ -563,6 +646,8 @@ void Stream::setBytes(const void* data, size_t length, uint32_t index) {
   std::memcpy(slice.host, data, length);
   slot = StreamState::Binding{nullptr, slice.address, 0, 0, slice.chunk, true};
 }
+
+void Stream::clearBindings() { state_->bindings.clear(); }
 
 void Stream::setThreadgroupMemoryLength(uint32_t length, uint32_t index) {
   auto& lengths = state_->threadgroupLengths;
@@ -688,6 +773,52 @@ uint64_t Stream::commit() {
   return state_->submittedValue;
 }
 
+uint64_t Stream::commit(std::span<const EventSignal> signals, std::span<const EventSignal> waits) {
+  StreamState& s = *state_;
+  if (signals.empty() && waits.empty()) return commit();
+  for (const EventSignal& e : signals)
+    if (!e.event || e.event.object()->device != s.device) throw UsageError("commit: event of another device or empty");
+  for (const EventSignal& e : waits)
+    if (!e.event || e.event.object()->device != s.device) throw UsageError("commit: event of another device or empty");
+  auto submitInfo = [](const EventSignal& e) {
+    VkSemaphoreSubmitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO};
+    info.semaphore = e.event.object()->semaphore.get();
+    info.value = e.value;
+    info.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
+    return info;
+  };
+  // An empty submission still has to signal or wait: record an empty batch so submit() has something to send.
+  Batch& batch = s.ensureRecording();
+  batch.otherCommands++;
+  for (const EventSignal& e : signals) {
+    s.eventSignals.push_back(submitInfo(e));
+    batch.signaledEvents.emplace_back(e.event.object(), e.value);
+  }
+  for (const EventSignal& e : waits) {
+    s.eventWaits.push_back(submitInfo(e));
+    batch.events.push_back(e.event.object());
+  }
+  s.submit();
+  return s.submittedValue;
+}
+
+void Stream::barrier() {
+  StreamState& s = *state_;
+  Batch& batch = s.ensureRecording();
+  VkMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
+  barrier.srcStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
+  barrier.srcAccessMask = VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
+  barrier.dstStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
+  barrier.dstAccessMask = VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT |
+                          VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
+  VkDependencyInfo dependency{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
+  dependency.memoryBarrierCount = 1;
+  dependency.pMemoryBarriers = &barrier;
+  vkCmdPipelineBarrier2(batch.commandBuffer, &dependency);
+  s.pendingAccesses.clear();
+  s.stats.barriers++;
+}
+
 void Stream::synchronize() {
   state_->submit();
   state_->wait(state_->submittedValue);
@@ -701,6 +832,9 @@ uint64_t Stream::completedValue() const {
           state_->device.get());
   return value;
 }
+
+void Stream::setTimeoutMs(uint32_t ms) { state_->timeoutMs = ms; }
+uint32_t Stream::timeoutMs() const { return state_->timeoutMs ? state_->timeoutMs : state_->device->timeoutMs; }
 
 std::vector<DispatchTiming> Stream::takeTimings() { return std::exchange(state_->timings, {}); }
 

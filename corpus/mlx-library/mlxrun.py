@@ -81,8 +81,11 @@ class Case:
     """kernels: the entry points run() launches, of `file` (relative to MLX's kernels folder) or, written
     `OTHER.metal:entry`, of another file (a sequence that passes through copy.metal or reduce.metal, say)."""
 
-    def __init__(self, name, family, file, kernels, run, note=""):
+    def __init__(self, name, family, file, kernels, run, note="", budget_scale=1):
         self.name, self.family, self.file, self.kernels, self.run, self.note = name, family, file, kernels, run, note
+        # A case known to be long waits `budget_scale` times the device's budget (metal2vk.device_info()["timeout_ms"]:
+        # a GPU's is seconds, a CPU device's minutes) before it counts as hung.
+        self.budget_scale = budget_scale
 
 
 class Mismatch(Exception):
@@ -249,6 +252,10 @@ class Result:
         self.matrix_path = ""  # "cooperative_matrix", "shuffle" or both, for kernels with a cooperative build
 
 
+def device_error_cause(e):
+    return "timeout" if isinstance(e, m2v.TimeoutError) else "device error"
+
+
 class Runner:
     def __init__(self, mlx_root, jobs=0, log=sys.stderr):
         self.mlx_root = mlx_root
@@ -281,6 +288,9 @@ class Runner:
             print(f"compiled {file}: {len(lib)}/{len(entries)} entries in {self.compile_ms[file]:.0f} ms",
                   file=self.log)
 
+    def device_timeout_ms(self):
+        return m2v.device_info()["timeout_ms"]
+
     def kernel(self, file, entry):
         return self.libs[file][entry]
 
@@ -293,6 +303,7 @@ class Runner:
             r.message = f"{missing[0][1]}: {self.compile_errors[missing[0]]}"
             return r
         self.stream.take_timings()
+        self.stream.timeout_ms = max(1, int(self.device_timeout_ms() * case.budget_scale)) if case.budget_scale != 1 else 0
         ctx = Ctx(self, case, seed)
         try:
             case.run(ctx)
@@ -303,7 +314,8 @@ class Runner:
         except m2v.UnsupportedError as e:
             r.stage, r.cause, r.message = "refused", "refused by device", str(e).splitlines()[0]
         except m2v.DeviceError as e:
-            r.stage, r.cause, r.message = "error", "device error", str(e).splitlines()[0]
+            # A timeout or a lost device fails this case alone: the next stream opens a new device.
+            r.stage, r.cause, r.message = "error", device_error_cause(e), str(e).splitlines()[0]
             self.stream = m2v.Stream(timestamps=True)
         except Exception as e:  # a harness error is reported, never hidden
             r.stage, r.cause = "error", type(e).__name__
@@ -314,7 +326,7 @@ class Runner:
             if t and r.stage in ("matched", "ran"):
                 r.gpu_us = sum(x["gpu_ns"] for x in t) / 1e3
         except Exception as e:  # a fault after the checks still fails the case
-            r.stage, r.cause, r.message = "error", "device error", str(e).splitlines()[0]
+            r.stage, r.cause, r.message = "error", device_error_cause(e), str(e).splitlines()[0]
             self.stream = m2v.Stream(timestamps=True)
         r.dispatches = ctx.dispatches
         r.matrix_path = ",".join(sorted(ctx.matrix_paths))

@@ -9,6 +9,9 @@ Cases live in cases/*.py (see mlxrun.py). Each case ends in one stage: `compile`
 `ran` (output differs from the reference, or a validation-layer message), `matched`. --report writes PREFIX.md and
 PREFIX.json (stage, cause, message, GPU time, max error per case). --floor FILE exits 1 when a case it lists does not
 match. The seed (printed) reproduces the inputs; each case draws from hash(seed, case name).
+A case waits the device's budget (seconds on a GPU, minutes on a CPU device; cases known to be long have a multiple,
+--budget-scale overrides it) before it counts as hung; a timeout or a lost device fails that case alone, and the
+cases after it run on a new device.
 MLX's library: --mlx, else $M2V_MLX_ROOT, else ../shared/third_party/mlx beside the repository.
 """
 import argparse
@@ -116,6 +119,9 @@ def main():
     ap.add_argument("--floor")
     ap.add_argument("-j", "--jobs", type=int, default=0)
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--budget-scale", action="append", default=[], metavar="CASE=SCALE",
+                    help="wait SCALE times the device's budget for CASE before it counts as hung (default: the "
+                         "case's own, 1 for most)")
     args = ap.parse_args()
 
     cases = load_cases()
@@ -123,6 +129,13 @@ def main():
         cases = [c for c in cases if any(f in c.name for f in args.filter)]
     if args.family:
         cases = [c for c in cases if c.family in args.family]
+    for spec in args.budget_scale:
+        name, _, scale = spec.partition("=")
+        matching = [c for c in cases if c.name == name]
+        if not matching or not scale:
+            sys.exit(f"--budget-scale {spec}: no such case, or no scale")
+        for c in matching:
+            c.budget_scale = float(scale)
     if args.list:
         for c in cases:
             print(f"{c.name}\t{c.file}\t{','.join(c.kernels)}")

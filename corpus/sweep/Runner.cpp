@@ -118,6 +118,14 @@ std::vector<CaseResult> runCases(const std::vector<Case>& cases, const Modules& 
     if (options.progress) {
       log << "\r[" << ++done << "/" << cases.size() << "] running " << c.name << "\033[K" << std::flush;
     }
+    if (device.faulted()) {
+      // An earlier case timed out or lost the device: it keeps that failure, and this case runs on a new device.
+      log << (options.progress ? "\r\033[K" : "") << "sweep: device faulted (" << device.faultReason()
+          << "); opening a new one\n";
+      kernels.clear();
+      device = Device(dopt);
+      stream = device.createStream(StreamOptions{256, true});
+    }
     std::string key = moduleKey(c.source, c.entry);
     auto mit = modules.find(key);
     try {
@@ -303,6 +311,8 @@ std::vector<CaseResult> runCases(const std::vector<Case>& cases, const Modules& 
         r.stage = Stage::Matched;
       } catch (const UsageError& e) {
         throw Failure{Stage::Valid, "runtime usage error", firstLine(e.what())};
+      } catch (const TimeoutError& e) {
+        throw Failure{Stage::Valid, "timeout", firstLine(e.what())};
       } catch (const DeviceError& e) {
         throw Failure{Stage::Valid, "device error", firstLine(e.what())};
       }

@@ -159,7 +159,13 @@ std::shared_ptr<const CompiledModule> compileCached(const Assembly& assembly);
 std::string cacheKey(const Assembly& assembly);     // hex content hash
 std::string moduleCacheDirectory();                 // "" when the disk cache is disabled
 CacheStats cacheStats();
-void clearMemoryCache();                            // for tests: forget compiled modules kept in memory
+void clearMemoryCache();  // for tests: forget compiled modules and libraries kept in memory
+// Every kernel entry point of `source` (a whole library, as Metal's newLibrary(source) compiles it), through the
+// same caches: memory, then a library file (library_file.h) in moduleCacheDirectory() keyed by the source, the
+// options and the compiler's identity. `name` is the file name diagnostics use. Throws CompileError.
+std::shared_ptr<const std::vector<CompiledKernel>> compileLibraryCached(const std::string& source,
+                                                                        const std::string& name,
+                                                                        const CompileOptions& options);
 
 // ---------------------------------------------------------------------------------------------------------------
 // The process's device (created lazily on first use; one per process)
@@ -167,6 +173,9 @@ std::vector<std::string> listDevices();
 // Selects a device by index or name substring (runtime.h DeviceOptions::selector). Drops the current device.
 void setDevice(const std::string& selector);
 Device& currentDevice();
+// Counts the devices currentDevice() has opened; it changes when a faulted device (timeout, device lost) is replaced.
+// A Kernel created under an earlier generation belongs to the old device and must be created again.
+uint64_t deviceGeneration();
 
 // The kernel that runs `module` on `device`: its cooperative-matrix build (CompiledModule::cooperative) where the
 // device runs cooperative matrices of every element type the build multiplies (f16, bf16: the shapes, and a probe

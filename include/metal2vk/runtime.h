@@ -2,8 +2,9 @@
 //
 // Recording model (Metal terms -> Vulkan terms), all in this header:
 //   Device  - VkInstance + VkPhysicalDevice + VkDevice + one compute queue. Owns the pipeline caches.
-//   Buffer  - a device-local VkBuffer with a 64-bit device address (MTLBuffer). Reference counted: a Stream keeps every
-//             buffer it recorded alive until the GPU has finished with it, so dropping a Buffer early is safe.
+//   Buffer  - a VkBuffer with a 64-bit device address (MTLBuffer): device-local, or shared (host-visible and mapped,
+//             MTLStorageModeShared). Reference counted: a Stream keeps every buffer it recorded alive until the GPU
+//             has finished with it, so dropping a Buffer early is safe.
 //   Kernel  - SPIR-V module + KernelReflection (MTLFunction). Pipelines (MTLComputePipelineState) are created lazily at
 //             dispatch time, one per (module hash, workgroup size, function constants, threadgroup lengths).
 //   Stream  - command queue + command buffer + compute encoder in one object. Commands (dispatch, upload, fill,
@@ -11,7 +12,9 @@
 //             synchronize) the batch is submitted and signals the stream's timeline semaphore with the next value.
 //             The host blocks ONLY in synchronize(), wait(value) and readback(); nothing on the recording path waits.
 //             Pipeline barriers are inserted only when a command touches a buffer range that an earlier, not yet
-//             barriered command wrote (or writes a range it read).
+//             barriered command wrote (or writes a range it read); with StreamOptions::explicitBarriers only where
+//             barrier() is called (Metal's concurrent encoder).
+//   Event   - a timeline semaphore (MTLSharedEvent): host signal/wait, and signalled by a submission at commit.
 //
 // Errors: UsageError (bad arguments), UnsupportedError (the device cannot run the kernel as the ABI requires),
 // DeviceError (timeout, device lost, other Vulkan failures). All derive from m2v::RuntimeError.
@@ -47,6 +50,8 @@ class UnsupportedError : public RuntimeError {
 };
 // The device failed: timeout, device lost, out of memory, unexpected VkResult. After a timeout or a lost device the
 // Device is "faulted": further submissions throw, and teardown leaks the Vulkan objects instead of hanging on them.
+// Recovery is a new Device (Device::faulted() tells when one is needed): the fault stays with the work that caused
+// it, and the new device runs what comes next.
 class DeviceError : public RuntimeError {
  public:
   using RuntimeError::RuntimeError;
@@ -69,7 +74,8 @@ struct DeviceOptions {
   int validation = -1;
   // Directory for the persisted VkPipelineCache. Empty: env M2V_CACHE_DIR, else ~/.cache/metal2vk. "-" disables.
   std::string cacheDir;
-  // Host wait limit for synchronize()/readback() in ms. 0: env M2V_TIMEOUT_MS, else 10000.
+  // Host wait limit for synchronize()/readback() in ms. 0: env M2V_TIMEOUT_MS, else a budget for the device's type:
+  // 10 s on a GPU, 120 s on a CPU device (lavapipe is tens of times slower, more on a small or busy machine).
   uint32_t timeoutMs = 0;
 };
 
@@ -110,6 +116,7 @@ struct DeviceStats {
 };
 
 class Buffer;
+class Event;
 class Kernel;
 class Stream;
 struct StreamOptions;
@@ -130,6 +137,11 @@ class Device {
 
   const DeviceInfo& info() const;
   std::string describe() const { return info().describe(); }
+  // The host wait budget of this device's streams (DeviceOptions::timeoutMs, resolved).
+  uint32_t timeoutMs() const;
+  // True after a timeout or a lost device: nothing more runs on this Device; create a new one to go on.
+  bool faulted() const;
+  std::string faultReason() const;  // empty unless faulted
   DeviceStats stats() const;
 
   // Validation messages (warnings and errors) recorded since the device was created or last cleared.
@@ -138,6 +150,19 @@ class Device {
   void clearValidationMessages();
 
   Buffer createBuffer(size_t bytes);
+  // Where a buffer's memory lives. DeviceLocal: the GPU's memory, no host mapping (createBuffer(bytes)). Shared:
+  // host-visible, coherent and persistently mapped (Buffer::contents()), as Metal's shared storage; device-local
+  // too where one memory type spans the whole device-local heap (sharedMemory() says which).
+  enum class Memory { DeviceLocal, Shared };
+  Buffer createBuffer(size_t bytes, Memory memory);
+  struct SharedMemory {
+    bool deviceLocal = false;  // shared buffers live in device-local memory (resizable BAR, unified memory)
+    uint32_t memoryType = 0;   // Vulkan memory type index they are allocated from
+    uint64_t heapBytes = 0;    // size of that type's heap
+  };
+  SharedMemory sharedMemory() const;
+  // A timeline counter the host and the GPU (Stream::commit with signals) advance; starts at `initialValue`.
+  Event createEvent(uint64_t initialValue = 0);
   // Throws UnsupportedError when the device cannot honour the reflection (required subgroup size, capabilities).
   // A required subgroup size is verified once per device by running a probe kernel (drivers have been seen to
   // report 32 and execute 16 lanes); that is a host wait, at kernel creation only.
@@ -181,11 +206,30 @@ class Buffer {
   explicit Buffer(std::shared_ptr<BufferObject> object) : object_(std::move(object)) {}
   size_t size() const;
   uint64_t deviceAddress() const;
+  void* contents() const;  // the persistent host mapping of a Memory::Shared buffer; nullptr otherwise
   explicit operator bool() const { return object_ != nullptr; }
   const std::shared_ptr<BufferObject>& object() const { return object_; }
 
  private:
   std::shared_ptr<BufferObject> object_;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Event: a timeline semaphore (Metal's MTLSharedEvent). Values only grow. Cheap to copy (shared).
+struct EventObject;
+class Event {
+ public:
+  Event() = default;
+  explicit Event(std::shared_ptr<EventObject> object) : object_(std::move(object)) {}
+  uint64_t value() const;         // non-blocking
+  void signal(uint64_t value);    // from the host; a value at or below the current one is ignored
+  // Host wait until the value reaches `value`; false after `timeoutNs` (UINT64_MAX: no limit). Throws DeviceError.
+  bool wait(uint64_t value, uint64_t timeoutNs) const;
+  explicit operator bool() const { return object_ != nullptr; }
+  const std::shared_ptr<EventObject>& object() const { return object_; }
+
+ private:
+  std::shared_ptr<EventObject> object_;
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -207,6 +251,10 @@ class Kernel {
 struct StreamOptions {
   uint32_t batchSize = 256;  // dispatches per submitted command buffer
   bool timestamps = false;   // GPU time per dispatch, reported by takeTimings() after synchronize()
+  // Metal's concurrent compute encoder: no barriers from buffer ranges; the caller places them with barrier().
+  // Every submission ends with a barrier that makes GPU writes visible to host reads after the wait.
+  bool explicitBarriers = false;
+  uint32_t timeoutMs = 0;    // host wait budget; 0: the device's (Device::timeoutMs)
 };
 
 struct Size3 {
@@ -241,6 +289,8 @@ class Stream {
   // Copies `length` bytes now into a stream-owned upload arena; the kernel receives its device address.
   void setBytes(const void* data, size_t length, uint32_t index);
   void setThreadgroupMemoryLength(uint32_t length, uint32_t index);
+  // Unbinds every buffer and setBytes argument (a new Metal encoder starts with none bound).
+  void clearBindings();
   // Function constant by Metal index; converted to the type the reflection declares (bool, int, float, half, ...).
   void setFunctionConstant(uint32_t index, bool value);
   void setFunctionConstant(uint32_t index, int32_t value);
@@ -270,11 +320,26 @@ class Stream {
   // --- submission and completion ---
   // Submits what has been recorded (Metal commit). Returns the timeline value that marks its completion.
   uint64_t commit();
+  // Also sets each event to its value when this submission completes (Metal's encodeSignalEvent; the stream keeps
+  // the event alive, and wait() waits for it, until its signal has happened), and makes the
+  // submission wait on the GPU for each of `waits` (a memory dependency on the work that signalled it). A wait
+  // for a value that work submitted later will signal can stall the queue: callers wait on the host first.
+  struct EventSignal {
+    Event event;
+    uint64_t value = 0;
+  };
+  uint64_t commit(std::span<const EventSignal> signals, std::span<const EventSignal> waits = {});
+  // A memory barrier between the commands recorded before and after it (StreamOptions::explicitBarriers).
+  void barrier();
   // Commits and waits for everything recorded so far. Throws TimeoutError / DeviceLostError.
   void synchronize();
   // Waits until the timeline reaches `value` (from commit()).
   void wait(uint64_t value);
   uint64_t completedValue() const;  // non-blocking
+  // Host wait budget from now on (e.g. per piece of work known to be long); 0: the device's. A wait past it throws
+  // TimeoutError and faults the device.
+  void setTimeoutMs(uint32_t ms);
+  uint32_t timeoutMs() const;
 
   // Per-dispatch GPU timings collected so far (StreamOptions::timestamps); clears the list.
   std::vector<DispatchTiming> takeTimings();

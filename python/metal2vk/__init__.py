@@ -37,6 +37,7 @@ from ._core import (  # noqa: F401
     Library,
     MetalKernel,
     Stream,
+    TimeoutError,
     UnsupportedError,
     UsageError,
     bfloat16,

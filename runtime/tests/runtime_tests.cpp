@@ -528,6 +528,66 @@ TEST(Timeout, EndlessKernelIsStoppedWithAClearError) {
   EXPECT_EXIT(runEndlessKernelAndExit(), ::testing::ExitedWithCode(3), "TimeoutError: GPU work did not finish");
 }
 
+// Recovery: the work that outlived its budget keeps its TimeoutError (saying how long it ran), the faulted Device
+// says so, and a new Device runs the next piece of work. In a child process for the same reason as above.
+static void timeOutThenRunOnANewDevice() {
+  int code = 0;
+  {
+    Device device(DeviceOptions{"", -1, "-", 0});
+    Kernel endless = loadKernel(device, "endless");
+    Buffer flag = device.createBuffer(4), counter = device.createBuffer(1024 * 4);
+    Stream stream = device.createStream(StreamOptions{.timeoutMs = 50});  // a 50 ms budget for this stream
+    stream.fill(flag, 0, 4, 0);
+    stream.setKernel(endless);
+    stream.setBuffer(flag, 0, 0);
+    stream.setBuffer(counter, 0, 1);
+    stream.dispatchThreads({1024, 1, 1}, {64, 1, 1});
+    try {
+      stream.synchronize();
+      code = 10;
+    } catch (const TimeoutError& e) {
+      std::string what = e.what();
+      std::fprintf(stderr, "TimeoutError: %s\n", e.what());
+      if (what.find("within 50 ms") == std::string::npos || what.find("had run for") == std::string::npos) code = 11;
+    }
+    if (!device.faulted() || device.faultReason().empty()) code = 12;
+  }
+  Device fresh(DeviceOptions{"", -1, "-", 0});
+  if (fresh.faulted()) code = 13;
+  Kernel increment = loadKernel(fresh, "increment");
+  Stream stream = fresh.createStream();
+  std::vector<int32_t> data(1000), back(1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = int32_t(i) - 500;
+  Buffer buffer = fresh.createBuffer(data.size() * 4);
+  stream.upload(buffer, 0, data.data(), data.size() * 4);
+  stream.setKernel(increment);
+  stream.setBuffer(buffer, 0, 0);
+  stream.dispatchThreads({uint32_t(data.size()), 1, 1}, {64, 1, 1});
+  stream.readback(buffer, 0, back.data(), back.size() * 4);
+  for (size_t i = 0; i < data.size(); ++i)
+    if (back[i] != data[i] * 3 + 1) code = 14;
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+TEST(Timeout, ANewDeviceRunsTheNextWork) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(timeOutThenRunOnANewDevice(), ::testing::ExitedWithCode(0), "TimeoutError: GPU work did not finish");
+}
+
+// The default budget fits the device: a CPU device is tens of times slower than a GPU.
+TEST(Timeout, DefaultBudgetDependsOnTheDeviceType) {
+  if (std::getenv("M2V_TIMEOUT_MS")) GTEST_SKIP() << "M2V_TIMEOUT_MS is set: it replaces the per-device default";
+  Device device(DeviceOptions{"", -1, "-", 0});
+  EXPECT_EQ(device.timeoutMs(), device.info().type == "cpu" ? 120000u : 10000u);
+  EXPECT_EQ(device.createStream().timeoutMs(), device.timeoutMs());
+  Stream stream = device.createStream(StreamOptions{.timeoutMs = 1234});
+  EXPECT_EQ(stream.timeoutMs(), 1234u);
+  stream.setTimeoutMs(0);
+  EXPECT_EQ(stream.timeoutMs(), device.timeoutMs());
+  EXPECT_FALSE(device.faulted());
+}
+
 // NVIDIA's driver (580.159) fails vkCreateInstance after ~30 instances were created and destroyed in one process;
 // Devices share one process-wide VkInstance, so opening and closing many Devices must keep working.
 TEST(DeviceLifetime, ManyDevicesInOneProcess) {

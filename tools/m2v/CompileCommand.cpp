@@ -15,8 +15,6 @@
 
 namespace m2v::cli {
 
-namespace {
-
 // `metal3.1`, `macos-metal2.4`, `ios-metal1.2` -> 310, 240, 120.
 std::optional<uint32_t> parseMetalStd(const std::string& s) {
   size_t at = s.rfind("metal");
@@ -27,8 +25,6 @@ std::optional<uint32_t> parseMetalStd(const std::string& s) {
     return std::nullopt;
   return static_cast<uint32_t>((v[0] - '0') * 100 + (v[2] - '0') * 10);
 }
-
-}  // namespace
 
 std::string moduleFileStem(const std::string& entry) {
   // File systems allow 255 bytes a name; MLX's entry names reach 300+. A long name keeps its first 160 bytes and

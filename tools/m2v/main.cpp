@@ -52,6 +52,8 @@ const Command kCommands[] = {
     {"review", reviewCommand, kReviewSummary},
     {"sweep", m2v::cli::sweepCommand, m2v::cli::kSweepUsage},
     {"bench", m2v::cli::benchCommand, m2v::cli::kBenchUsage},
+    {"metal", m2v::cli::metalCommand, m2v::cli::kMetalUsage},
+    {"metallib", m2v::cli::metallibCommand, m2v::cli::kMetallibUsage},
 };
 
 const char kExitCodes[] =

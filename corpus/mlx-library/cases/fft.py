@@ -272,7 +272,7 @@ def check_rms(ctx, label, got, want, tol):
     ctx.check(label, g, w, tol=tol)
 
 
-def fft_case(kind, batch, n, tol=None):
+def fft_case(kind, batch, n, tol=None, budget_scale=1):
     """kind: fft, ifft, rfft, irfft."""
     inverse = kind in ("ifft", "irfft")
     real = kind in ("rfft", "irfft")
@@ -315,7 +315,7 @@ def fft_case(kind, batch, n, tol=None):
         want = np.fft.ifft(x, axis=-1) if inverse else np.fft.fft(x, axis=-1)
         check_rms(ctx, "out", got[..., 0] + 1j * got[..., 1], want, tol)
 
-    return Case(f"fft.{kind}_{variant}.c64.{batch}x{n}", "fft", FILE, names, run)
+    return Case(f"fft.{kind}_{variant}.c64.{batch}x{n}", "fft", FILE, names, run, budget_scale=budget_scale)
 
 
 def cases():
@@ -333,7 +333,8 @@ def cases():
     yield fft_case("fft", 4, 47)           # Bluestein (46 = 2 * 23 has a non-radix factor): length 128
     yield fft_case("fft", 3, 47)           # the same with a partial last threadgroup
     yield fft_case("ifft", 2, 1019)        # Bluestein (1018 = 2 * 509), length 2048
-    yield fft_case("fft", 1024, 1031)      # Bluestein length 4096, >= 1024 transforms: precomputed twiddle table
+    # Bluestein length 4096, >= 1024 transforms: precomputed twiddle table. The longest case: seconds on a CPU device.
+    yield fft_case("fft", 1024, 1031, budget_scale=4)
     yield fft_case("rfft", 8, 128)         # two real transforms per thread column
     yield fft_case("rfft", 6, 128)         # ... and a partial last threadgroup
     yield fft_case("rfft", 5, 360)         # odd transform count

@@ -1,0 +1,184 @@
+// Library files (include/metal2vk/library_file.h): reader and writer.
+#include "metal2vk/library_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <unistd.h>
+#include <unordered_set>
+
+namespace m2v {
+
+namespace {
+
+constexpr char kMagic[8] = {'M', '2', 'V', 'L', 'I', 'B', '0', '1'};
+// Bounds that no real kernel reaches; a larger length field means a damaged file, not a reason to allocate.
+constexpr uint64_t kMaxJsonBytes = uint64_t(64) << 20;
+constexpr uint64_t kMaxSpirvWords = uint64_t(256) << 20;
+constexpr uint64_t kMaxKernels = uint64_t(1) << 24;
+
+uint64_t fnv1a64(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+void appendU64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+
+// Reads fields in order from a byte range, throwing with what was being read when the range runs out.
+struct Cursor {
+  std::string_view bytes;
+  size_t& pos;
+
+  uint64_t u64(const char* what) {
+    if (bytes.size() - pos < 8) throw std::runtime_error(std::string("truncated (") + what + ")");
+    uint64_t v;
+    std::memcpy(&v, bytes.data() + pos, 8);
+    pos += 8;
+    return v;
+  }
+  std::string_view take(uint64_t n, const char* what) {
+    if (bytes.size() - pos < n) throw std::runtime_error(std::string("truncated (") + what + ")");
+    std::string_view v = bytes.substr(pos, n);
+    pos += n;
+    return v;
+  }
+};
+
+CompiledModule readModule(Cursor& in) {
+  CompiledModule m;
+  uint64_t jsonBytes = in.u64("reflection length");
+  if (jsonBytes > kMaxJsonBytes) throw std::runtime_error("damaged (reflection length " + std::to_string(jsonBytes) + ")");
+  std::string json(in.take(jsonBytes, "reflection"));
+  std::string error;
+  auto reflection = reflectionFromJson(json, &error);
+  if (!reflection) throw std::runtime_error("damaged reflection: " + error);
+  m.reflection = std::move(*reflection);
+  uint64_t words = in.u64("SPIR-V length");
+  if (words == 0 || words > kMaxSpirvWords)
+    throw std::runtime_error("damaged (SPIR-V length " + std::to_string(words) + " of '" + m.reflection.entry + "')");
+  std::string_view code = in.take(words * 4, "SPIR-V");
+  m.spirv.resize(words);
+  std::memcpy(m.spirv.data(), code.data(), code.size());
+  if (m.spirv[0] != 0x07230203u) throw std::runtime_error("damaged (no SPIR-V module for '" + m.reflection.entry + "')");
+  return m;
+}
+
+void appendModule(std::string& out, const CompiledModule& m) {
+  std::string json = toJson(m.reflection, -1);  // compact
+  appendU64(out, json.size());
+  out += json;
+  appendU64(out, m.spirv.size());
+  out.append(reinterpret_cast<const char*>(m.spirv.data()), m.spirv.size() * 4);
+}
+
+std::string readWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open the library file: " + std::strerror(errno));
+  std::string bytes;
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  if (size < 0) throw std::runtime_error(path + ": cannot read the library file");
+  bytes.resize(size_t(size));
+  in.seekg(0);
+  if (!in.read(bytes.data(), size)) throw std::runtime_error(path + ": cannot read the library file");
+  return bytes;
+}
+
+}  // namespace
+
+void appendKernelRecord(std::string& out, const CompiledKernel& kernel) {
+  appendU64(out, kernel.cooperative ? 2 : 1);
+  appendModule(out, kernel);
+  if (kernel.cooperative) appendModule(out, *kernel.cooperative);
+}
+
+CompiledKernel readKernelRecord(std::string_view bytes, size_t& pos) {
+  Cursor in{bytes, pos};
+  uint64_t count = in.u64("module count");
+  if (count < 1 || count > 2) throw std::runtime_error("damaged (module count " + std::to_string(count) + ")");
+  CompiledKernel kernel = readModule(in);
+  if (count == 2) {
+    CompiledModule cooperative = readModule(in);
+    if (cooperative.reflection.entry != kernel.reflection.entry)
+      throw std::runtime_error("damaged (cooperative build of '" + kernel.reflection.entry + "' names '" +
+                               cooperative.reflection.entry + "')");
+    kernel.cooperative = std::make_shared<const CompiledModule>(std::move(cooperative));
+  }
+  return kernel;
+}
+
+std::vector<CompiledKernel> readLibraryFile(const std::string& path) {
+  const std::string bytes = readWholeFile(path);
+  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    throw std::runtime_error(path + ": not a metal2vk library file (written by 'm2v metal -c' or 'm2v metallib')");
+  if (bytes.size() < sizeof kMagic + 8) throw std::runtime_error(path + ": damaged library file (truncated)");
+  std::string_view body(bytes.data() + sizeof kMagic, bytes.size() - sizeof kMagic - 8);
+  uint64_t stored;
+  std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
+  if (stored != fnv1a64(body)) throw std::runtime_error(path + ": damaged library file (checksum mismatch)");
+  std::vector<CompiledKernel> kernels;
+  size_t pos = 0;
+  try {
+    Cursor in{body, pos};
+    uint64_t versionBytes = in.u64("compiler version");
+    if (versionBytes > 4096) throw std::runtime_error("damaged (compiler version length)");
+    std::string_view version = in.take(versionBytes, "compiler version");
+    if (version != compilerVersion())
+      throw std::runtime_error("written by metal2vk compiler '" + std::string(version) + "', this one is '" +
+                               compilerVersion() + "': rebuild the library");
+    uint64_t count = in.u64("kernel count");
+    if (count > kMaxKernels) throw std::runtime_error("damaged (kernel count " + std::to_string(count) + ")");
+    kernels.reserve(count);
+    for (uint64_t i = 0; i < count; ++i) kernels.push_back(readKernelRecord(body, pos));
+    if (pos != body.size()) throw std::runtime_error("damaged (bytes after the last kernel)");
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(path + ": library file " + e.what());
+  }
+  return kernels;
+}
+
+void writeLibraryFile(const std::string& path, const std::vector<CompiledKernel>& kernels) {
+  std::unordered_set<std::string> names;
+  for (const CompiledKernel& k : kernels)
+    if (!names.insert(k.reflection.entry).second)
+      throw std::runtime_error(path + ": kernel '" + k.reflection.entry + "' appears twice in the library");
+  std::string bytes(kMagic, sizeof kMagic);
+  const std::string version = compilerVersion();
+  appendU64(bytes, version.size());
+  bytes += version;
+  appendU64(bytes, kernels.size());
+  for (const CompiledKernel& k : kernels) appendKernelRecord(bytes, k);
+  appendU64(bytes, fnv1a64(std::string_view(bytes).substr(sizeof kMagic)));
+
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  fs::path tmp = target;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(path + ": cannot write the library file: " + std::strerror(errno));
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    out.flush();
+    if (!out) {
+      out.close();
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw std::runtime_error(path + ": cannot write the library file (disk full?)");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error(path + ": cannot write the library file: " + ec.message());
+  }
+}
+
+}  // namespace m2v

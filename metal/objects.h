@@ -1,0 +1,400 @@
+// The objects behind metal-cpp's pointers: each public class of include/metal2vk/metal-cpp is implemented by one
+// final class here that derives from it and holds the state. Shared by the files of m2v_metal; not installed.
+#pragma once
+
+#include <Metal/Metal.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "metal2vk/compiler.h"
+#include "metal2vk/runtime.h"
+
+namespace m2v::metal {
+
+// The implementation object of a public pointer (every public object is created by this library as its Impl).
+template <class Impl, class Public>
+Impl* impl(Public* object) {
+  return static_cast<Impl*>(const_cast<std::remove_const_t<Public>*>(object));
+}
+
+// Objective-C answers a message to nil with zero (nil, 0, false) and does nothing else; Metal code relies on it (MLX
+// asks the null buffer of an empty array for its length). The methods that such code sends to possibly-nil objects
+// (resources, buffers, NS::Object's reference counting) begin with `if (isNil(this)) return {};`; m2v_metal is built
+// with -fno-delete-null-pointer-checks so that the compiler keeps these tests.
+template <class T>
+inline bool isNil(const T* self) {
+  return self == nullptr;
+}
+
+// Counters of metal2vk/metal_statistics.h, bumped where commands reach the runtime.
+struct StatisticsCounters {
+  std::atomic<uint64_t> commandBuffersCommitted{0}, dispatches{0}, barriers{0};
+};
+StatisticsCounters& statisticsCounters();
+
+// Error domains, as Metal names them.
+inline constexpr const char* kLibraryErrorDomain = "MTLLibraryErrorDomain";
+inline constexpr const char* kCommandBufferErrorDomain = "MTLCommandBufferErrorDomain";
+inline constexpr const char* kCaptureErrorDomain = "MTLCaptureErrorDomain";
+inline constexpr const char* kPipelineErrorDomain = "MTLComputePipelineErrorDomain";
+
+NS::String* newString(std::string text);  // owned (+1)
+NS::String* makeString(std::string text);  // autoreleased
+const std::string& stringText(const NS::String* string);  // "" for nil
+NS::Error* newError(const char* domain, NS::Integer code, std::string message);  // owned
+// Stores an autoreleased error in *out when out is not null.
+void setError(NS::Error** out, const char* domain, NS::Integer code, std::string message);
+
+// An object with a label (most Metal objects have one).
+struct Labelled {
+  NS::SharedPtr<NS::String> label;
+  NS::String* get() const { return label.get(); }
+  void set(const NS::String* text) { label = NS::TransferPtr(newString(stringText(text))); }
+};
+
+class DeviceImpl;
+class HeapImpl;
+
+class ArchitectureImpl final : public MTL::Architecture {
+ public:
+  explicit ArchitectureImpl(std::string name) : name_(NS::TransferPtr(newString(std::move(name)))) {}
+  NS::String* name() const { return name_.get(); }
+
+ private:
+  NS::SharedPtr<NS::String> name_;
+};
+
+class DeviceImpl final : public MTL::Device {
+ public:
+  explicit DeviceImpl(m2v::Device device);
+  // The runtime device in use. After a timeout or a lost device (m2v::Device::faulted) the next call opens a new
+  // Vulkan device on the same physical device and counts a new generation: objects made from then on use it;
+  // buffers, heaps and events of an earlier generation make the command buffers that use them fail.
+  std::shared_ptr<m2v::Device> runtime();
+  uint64_t generation();
+  // "" while `generation` is current, else why its device was replaced.
+  std::string staleReason(uint64_t generation);
+  NS::SharedPtr<NS::String> nameString, descriptionString;
+  NS::SharedPtr<ArchitectureImpl> architecture;
+  m2v::Device::SharedMemory shared;
+  uint64_t workingSetBytes = 0;      // recommendedMaxWorkingSetSize
+  uint64_t maxBufferBytes = 0;       // maxBufferLength
+  uint64_t maxAllocations = 0;       // maxMemoryAllocationCount
+  std::atomic<uint64_t> allocatedBytes{0};
+  const DeviceInfo& info() const { return info_; }
+
+ private:
+  std::mutex runtimeMutex_;
+  std::shared_ptr<m2v::Device> runtime_;
+  DeviceInfo info_;
+  uint64_t generation_ = 0;
+  std::string replacedBecause_;  // the fault that ended the previous generation
+};
+
+// Buffers: a range of a runtime buffer (the whole of it, or a piece of a heap's).
+class BufferImpl final : public MTL::Buffer {
+ public:
+  ~BufferImpl() override;
+  NS::SharedPtr<DeviceImpl> device;
+  m2v::Buffer backing;
+  uint64_t generation = 0;  // of the device that made `backing`
+  size_t offset = 0, length = 0, allocated = 0;
+  MTL::ResourceOptions options = 0;
+  NS::SharedPtr<HeapImpl> heap;
+  Labelled label;
+  MTL::StorageMode storageMode() const {
+    return MTL::StorageMode((options & MTL::ResourceStorageModeMask) >> MTL::ResourceStorageModeShift);
+  }
+  NS::UInteger allocatedBytes() const override { return allocated; }
+};
+
+class HeapImpl final : public MTL::Heap {
+ public:
+  ~HeapImpl() override;
+  NS::SharedPtr<DeviceImpl> device;
+  m2v::Buffer backing;
+  uint64_t generation = 0;
+  size_t size = 0;
+  MTL::ResourceOptions options = 0;
+  Labelled label;
+  static constexpr size_t kGranule = 256;
+  std::mutex mutex;
+  std::vector<bool> used;  // one flag per granule
+  size_t usedGranules = 0;
+  // First fit; returns the granule index or SIZE_MAX.
+  size_t allocate(size_t granules);
+  void free(size_t first, size_t granules);
+  NS::UInteger allocatedBytes() const override { return size; }
+};
+
+class HeapDescriptorImpl final : public MTL::HeapDescriptor {
+ public:
+  size_t size = 0;
+  MTL::ResourceOptions options = 0;
+  MTL::HeapType type = MTL::HeapTypeAutomatic;
+};
+
+class ResidencySetDescriptorImpl final : public MTL::ResidencySetDescriptor {
+ public:
+  Labelled label;
+  NS::UInteger initialCapacity = 0;
+};
+
+class ResidencySetImpl final : public MTL::ResidencySet {
+ public:
+  NS::SharedPtr<DeviceImpl> device;
+  Labelled label;
+  mutable std::mutex mutex;
+  std::vector<const MTL::Allocation*> pending, committed;  // Metal: additions take effect at commit()
+};
+
+// Libraries and functions.
+class CompileOptionsImpl final : public MTL::CompileOptions {
+ public:
+  bool macrosGiven = false;
+  MTL::MathMode mathMode = MTL::MathModeSafe;
+  bool fastMathSet = false;  // setFastMathEnabled called (Metal's default is fast math)
+  MTL::MathFloatingPointFunctions floatingPointFunctions = MTL::MathFloatingPointFunctionsFast;
+  MTL::LanguageVersion languageVersion = MTL::LanguageVersion3_2;
+  MTL::LibraryType libraryType = MTL::LibraryTypeExecutable;
+  bool preserveInvariance = false, enableLogging = false;
+  MTL::LibraryOptimizationLevel optimizationLevel = MTL::LibraryOptimizationLevelDefault;
+  NS::UInteger maxThreads = 0;
+};
+
+class LibraryImpl final : public MTL::Library {
+ public:
+  NS::SharedPtr<DeviceImpl> device;
+  std::shared_ptr<const std::vector<CompiledKernel>> kernels;
+  std::unordered_map<std::string, size_t> byName;
+  Labelled label;
+  // Runtime kernels (VkShaderModules) made on first use, shared by every function and pipeline of one entry.
+  std::mutex kernelMutex;
+  std::unordered_map<size_t, m2v::Kernel> runtimeKernels;
+  uint64_t kernelsGeneration = 0;  // the device generation runtimeKernels belong to
+  // The runtime kernel of entry `index` on the current device; throws m2v::RuntimeError (e.g. 32-wide simdgroups
+  // unavailable).
+  m2v::Kernel runtimeKernel(size_t index);
+};
+
+// A function constant value as the host gave it, converted to the runtime's kinds.
+struct ConstantSetting {
+  enum class Kind : uint8_t { Bool, Int, UInt, Float } kind = Kind::Int;
+  int64_t i = 0;
+  double f = 0;
+};
+
+class FunctionConstantValuesImpl final : public MTL::FunctionConstantValues {
+ public:
+  struct Entry {
+    std::optional<NS::UInteger> index;
+    std::string name;
+    MTL::DataType type = MTL::DataTypeNone;
+    ConstantSetting value;
+  };
+  std::vector<Entry> entries;
+};
+
+class FunctionDescriptorImpl final : public MTL::FunctionDescriptor {
+ public:
+  NS::SharedPtr<NS::String> name, specializedName;
+  NS::SharedPtr<MTL::FunctionConstantValues> constants;
+  MTL::FunctionOptions options = 0;
+};
+
+class FunctionImpl final : public MTL::Function {
+ public:
+  NS::SharedPtr<LibraryImpl> library;
+  size_t kernelIndex = 0;
+  NS::SharedPtr<NS::String> name;
+  std::vector<std::pair<uint32_t, ConstantSetting>> constants;  // by Metal index
+  Labelled label;
+  const CompiledKernel& kernel() const { return (*library->kernels)[kernelIndex]; }
+};
+
+class LinkedFunctionsImpl final : public MTL::LinkedFunctions {
+ public:
+  NS::SharedPtr<NS::Array> functions, binaryFunctions, privateFunctions;
+};
+
+class ComputePipelineDescriptorImpl final : public MTL::ComputePipelineDescriptor {
+ public:
+  Labelled label;
+  NS::SharedPtr<MTL::Function> function;
+  NS::SharedPtr<MTL::LinkedFunctions> linked;
+  bool multipleOfExecutionWidth = false;
+  NS::UInteger maxThreads = 0;
+};
+
+class ComputePipelineStateImpl final : public MTL::ComputePipelineState {
+ public:
+  NS::SharedPtr<DeviceImpl> device;
+  NS::SharedPtr<FunctionImpl> function;
+  Labelled label;
+  NS::UInteger maxThreads = 0, executionWidth = 0, staticThreadgroupBytes = 0;
+  // The kernel on the current device (made again after the device was replaced).
+  m2v::Kernel kernel() const { return function->library->runtimeKernel(function->kernelIndex); }
+};
+
+// Synchronisation objects.
+class FenceImpl final : public MTL::Fence {
+ public:
+  NS::SharedPtr<DeviceImpl> device;
+  Labelled label;
+};
+
+// Every MTL::Event is one of these: a GPU-only event (newEvent) behaves as a shared event nobody reads on the host.
+class SharedEventImpl final : public MTL::SharedEvent {
+ public:
+  NS::SharedPtr<DeviceImpl> device;
+  m2v::Event event;
+  uint64_t generation = 0;
+  Labelled label;
+};
+
+class CommandBufferImpl;
+
+// Commands of an open encoder, replayed into the command buffer's stream at endEncoding (after the fence waits
+// that Metal places at the encoder's start).
+struct EncodedCommand {
+  enum class Op : uint8_t { Pipeline, Buffer, Bytes, ThreadgroupMemory, DispatchThreads, DispatchThreadgroups, Barrier };
+  Op op = Op::Barrier;
+  uint32_t index = 0;
+  const void* object = nullptr;  // ComputePipelineStateImpl* or BufferImpl* (kept alive by the encoder)
+  uint64_t offset = 0;            // buffer offset, byte offset into the encoder's bytes, threadgroup length
+  uint64_t length = 0;            // setBytes length
+  m2v::Size3 a, b;                // grid or groups, threadgroup
+};
+
+class ComputeCommandEncoderImpl final : public MTL::ComputeCommandEncoder {
+ public:
+  NS::SharedPtr<CommandBufferImpl> commandBuffer;
+  MTL::DispatchType dispatchType = MTL::DispatchTypeSerial;
+  std::vector<EncodedCommand> commands;
+  std::vector<uint8_t> bytes;
+  std::vector<std::pair<const void*, uint64_t>> boundBuffers;  // by index, for setBufferOffset
+  std::vector<NS::SharedPtr<NS::Object>> kept;  // pipelines (always) and buffers (retained-reference buffers)
+  bool waitsForFence = false, ended = false;
+  Labelled label;
+};
+
+class QueueCore;
+
+class CommandBufferImpl final : public MTL::CommandBuffer {
+ public:
+  ~CommandBufferImpl() override;
+  std::shared_ptr<QueueCore> queue;
+  bool holdsSlot = false;  // counted among the queue's uncompleted command buffers
+  MTL::CommandQueue* queueObject = nullptr;  // commandQueue(); the core, not the object, is kept alive
+  bool retainsReferences = true;
+  Labelled label;
+  // Event waits and signals split the command buffer into segments, each its own submission: a segment's waits
+  // are met (on the host) before it is submitted, and its signals are set when it and everything submitted before
+  // it on the device's queue have completed: where Metal's GPU would wait and signal.
+  struct Segment {
+    std::vector<std::pair<NS::SharedPtr<SharedEventImpl>, uint64_t>> waits, signals;
+    std::optional<m2v::Stream> stream;  // taken from the queue's pool when the segment records its first command
+    uint64_t streamGeneration = 0;      // device generation of `stream`
+    uint64_t value = 0;                 // the stream's timeline value once submitted; 0: nothing submitted
+  };
+  std::vector<Segment> segments{1};
+  NS::SharedPtr<ComputeCommandEncoderImpl> openEncoder;
+  std::vector<NS::SharedPtr<NS::Object>> kept;  // objects the GPU uses, for retained-reference command buffers
+  std::vector<MTL::HandlerFunction> scheduledHandlers, completedHandlers;
+  std::string failure;  // first error; the command buffer then reports CommandBufferStatusError
+  MTL::CommandBufferError failureCode = MTL::CommandBufferErrorNone;
+  double startTime = 0, endTime = 0;
+
+  std::atomic<MTL::CommandBufferStatus> status{MTL::CommandBufferStatusNotEnqueued};
+  NS::SharedPtr<NS::Error> error;
+  std::mutex mutex;
+  std::condition_variable done;  // scheduled and completed (after the handlers ran)
+  bool scheduledSignalled = false, completedSignalled = false;
+  bool handlersTaken = false;  // the completion thread has taken the handlers to run them
+
+  m2v::Stream& ensureStream();
+  void fail(MTL::CommandBufferError code, const std::string& message);
+  bool failed();
+};
+
+// Submission: command buffers are submitted in commit order (on the committing thread, or on the queue's
+// submission thread when one waits for events), and retired in that order on the completion thread. Command
+// buffers share this with their queue, so that it (and its threads) outlive the last of them; the threads never
+// hold the public queue object, so it is never destroyed on one of them.
+class QueueCore {
+ public:
+  QueueCore(DeviceImpl* device, size_t maxUncompleted);
+  NS::SharedPtr<DeviceImpl> device;
+
+  // Metal's limit on uncompleted command buffers per queue (newCommandQueue(maxCommandBufferCount), 64 by
+  // default): making one more blocks until one completes. It also bounds the streams (and their memory) in flight.
+  void acquireSlot();
+  void releaseSlot();
+
+  void commit(CommandBufferImpl* buffer);
+  // A stream of the current device, and its generation in *generation.
+  m2v::Stream takeStream(uint64_t* generation);
+  void returnStream(m2v::Stream stream, uint64_t generation);
+  // Finishes what was submitted and ends the threads (the queue's destructor).
+  void stop();
+
+ private:
+  // Submits the segments from `first` on; returns the index of a segment whose waits are not met yet (the
+  // submission thread waits for them), or segments.size() when all are submitted.
+  size_t submitSegments(CommandBufferImpl* buffer, size_t first);
+  void retire(CommandBufferImpl* buffer);  // hands a fully submitted command buffer to the completion thread
+  void submissionLoop();
+  void completionLoop();
+
+  std::mutex slotMutex_;
+  std::condition_variable slotFreed_;
+  size_t uncompleted_ = 0;
+  const size_t maxUncompleted_;
+
+  std::mutex poolMutex_;
+  std::vector<m2v::Stream> spareStreams_;
+  uint64_t poolGeneration_ = 0;  // device generation of the spare streams
+
+  std::mutex submitMutex_;
+  std::condition_variable submitReady_;
+  std::deque<std::pair<CommandBufferImpl*, size_t>> toSubmit_;  // retained; next segment to submit
+  bool submitting_ = false;  // the submission thread holds a command buffer
+  bool stopSubmitting_ = false;
+  std::thread submitter_;
+
+  std::mutex completeMutex_;
+  std::condition_variable completeReady_;
+  std::deque<CommandBufferImpl*> toComplete_;  // retained
+  bool stopCompleting_ = false;
+  std::thread completer_;
+};
+
+class CommandQueueImpl final : public MTL::CommandQueue {
+ public:
+  CommandQueueImpl(DeviceImpl* device, size_t maxUncompleted)
+      : core(std::make_shared<QueueCore>(device, maxUncompleted)) {}
+  ~CommandQueueImpl() override { core->stop(); }
+  std::shared_ptr<QueueCore> core;
+  Labelled label;
+  std::vector<const MTL::ResidencySet*> residencySets;
+};
+
+class CaptureDescriptorImpl final : public MTL::CaptureDescriptor {
+ public:
+  NS::SharedPtr<NS::Object> object;
+  MTL::CaptureDestination destination = MTL::CaptureDestinationDeveloperTools;
+  NS::SharedPtr<NS::URL> url;
+};
+
+class CaptureManagerImpl final : public MTL::CaptureManager {};
+
+}  // namespace m2v::metal

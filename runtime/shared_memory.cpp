@@ -1,0 +1,84 @@
+// Shared buffers (Metal's MTLStorageModeShared): host-visible, coherent, persistently mapped memory. Device-local
+// host-visible memory is used where one such memory type spans the whole largest device-local heap (the H200 with
+// resizable BAR: heap 0, type 4, 140 GiB; unified-memory GPUs); elsewhere a host-memory type, cached when offered.
+#include "internal.h"
+
+namespace m2v {
+
+namespace {
+
+constexpr VkMemoryPropertyFlags kHostCoherent = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+
+// The memory type shared buffers come from, chosen once per device from its memory properties.
+Device::SharedMemory chooseSharedMemory(const VkPhysicalDeviceMemoryProperties& props) {
+  int largestLocalHeap = -1;
+  for (uint32_t h = 0; h < props.memoryHeapCount; ++h)
+    if ((props.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+        (largestLocalHeap < 0 || props.memoryHeaps[h].size > props.memoryHeaps[largestLocalHeap].size))
+      largestLocalHeap = int(h);
+  Device::SharedMemory chosen;
+  int hostType = -1, cachedHostType = -1;
+  for (uint32_t t = 0; t < props.memoryTypeCount; ++t) {
+    const VkMemoryType& type = props.memoryTypes[t];
+    if ((type.propertyFlags & kHostCoherent) != kHostCoherent) continue;
+    if (int(type.heapIndex) == largestLocalHeap && (type.propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) {
+      chosen.deviceLocal = true;
+      chosen.memoryType = t;
+      chosen.heapBytes = props.memoryHeaps[type.heapIndex].size;
+      return chosen;
+    }
+    if (hostType < 0) hostType = int(t);
+    if (cachedHostType < 0 && (type.propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT)) cachedHostType = int(t);
+  }
+  int t = cachedHostType >= 0 ? cachedHostType : hostType;
+  if (t < 0) throw UnsupportedError("the device has no host-visible coherent memory for shared buffers");
+  chosen.memoryType = uint32_t(t);
+  chosen.heapBytes = props.memoryHeaps[props.memoryTypes[t].heapIndex].size;
+  return chosen;
+}
+
+}  // namespace
+
+Device::SharedMemory Device::sharedMemory() const { return chooseSharedMemory(state_->memoryProperties); }
+
+Buffer Device::createBuffer(size_t bytes, Memory memory) {
+  if (memory == Memory::DeviceLocal) return createBuffer(bytes);
+  if (bytes == 0) throw UsageError("createBuffer: size must be > 0");
+  DeviceState& device = *state_;
+  const SharedMemory shared = sharedMemory();
+  auto object = std::make_shared<BufferObject>();
+  object->device = state_;
+  RawBuffer& raw = object->raw;
+  raw.size = bytes;
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = bytes;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+               VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  vkCheck(vkCreateBuffer(device.vk(), &info, nullptr, &buffer), "vkCreateBuffer", &device);
+  raw.buffer = UniqueBuffer(device.vk(), buffer);
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device.vk(), buffer, &req);
+  if (!(req.memoryTypeBits & (1u << shared.memoryType)))
+    throw UnsupportedError("storage buffers cannot use the shared memory type " + std::to_string(shared.memoryType));
+  VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
+  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.pNext = &flags;
+  alloc.allocationSize = req.size;
+  alloc.memoryTypeIndex = shared.memoryType;
+  VkDeviceMemory deviceMemory = VK_NULL_HANDLE;
+  vkCheck(vkAllocateMemory(device.vk(), &alloc, nullptr, &deviceMemory), "vkAllocateMemory", &device);
+  raw.memory = UniqueMemory(device.vk(), deviceMemory);
+  vkCheck(vkBindBufferMemory(device.vk(), buffer, deviceMemory, 0), "vkBindBufferMemory", &device);
+  vkCheck(vkMapMemory(device.vk(), deviceMemory, 0, VK_WHOLE_SIZE, 0, &raw.hostPointer), "vkMapMemory", &device);
+  VkBufferDeviceAddressInfo addressInfo{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+  addressInfo.buffer = buffer;
+  raw.address = vkGetBufferDeviceAddress(device.vk(), &addressInfo);
+  return Buffer(std::move(object));
+}
+
+void* Buffer::contents() const { return object_ ? object_->raw.hostPointer : nullptr; }
+
+}  // namespace m2v

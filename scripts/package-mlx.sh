@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Packs MLX on metal2vk (a build of scripts/build-mlx.sh) for another x86-64 Linux machine with a Vulkan driver:
+# MLX's C++ test binary, its examples and bench/mlx_programs relinked against the portable libmetal2vk.so (LLVM
+# inside; scripts/package.sh builds it in build-portable/), MLX's mlx.metallib next to them (where MLX looks for it),
+# and the shared libraries the CPU backend needs that such a machine may lack (OpenBLAS and its Fortran runtime).
+#
+#   scripts/package-mlx.sh MLX_BUILD_DIR [OUT.tar.xz]      (default OUT: dist/mlx-metal2vk-linux-x86_64.tar.xz)
+#
+# In the archive: bin/tests (MLX's doctest suite), bin/tutorial, bin/mlx_programs, bin/mlx.metallib, lib/*.so*.
+# Run with `mlx-metal2vk/bin/tests` (rpath $ORIGIN/../lib); scripts/test-mlx.sh's runner takes --tests BIN.
+set -euo pipefail
+if [ $# -lt 1 ]; then
+  echo "usage: $0 MLX_BUILD_DIR [OUT.tar.xz]" >&2
+  exit 2
+fi
+root=$(cd "$(dirname "$0")/.." && pwd)
+mlx_build=$(cd "$1" && pwd)
+out=${2:-$root/dist/mlx-metal2vk-linux-x86_64.tar.xz}
+portable=${M2V_PORTABLE_BUILD:-$root/build-portable}
+mlx_src=$(sed -n 's/^MLX_SOURCE_DIR:PATH=//p' "$mlx_build/CMakeCache.txt")
+[ -f "$mlx_build/libmlx.a" ] || { echo "$0: $mlx_build/libmlx.a missing (scripts/build-mlx.sh first)" >&2; exit 2; }
+
+if [ ! -f "$portable/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$portable" -G Ninja -DCMAKE_BUILD_TYPE=Release -DM2V_PORTABLE=ON >/dev/null
+fi
+cmake --build "$portable" -j "${JOBS:-2}" --target metal2vk
+
+stage=$(mktemp -d)/mlx-metal2vk
+mkdir -p "$stage/bin" "$stage/lib"
+cp "$portable/package/libmetal2vk.so.0" "$stage/lib/"
+strip --strip-unneeded "$stage/lib/libmetal2vk.so.0"
+# The CPU backend's BLAS and LAPACK (Debian's OpenBLAS) with what it links.
+for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
+  cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" "$stage/lib/$lib"
+done
+cp "$mlx_build/mlx/backend/metal/kernels/mlx.metallib" "$stage/bin/"
+
+cxx=${CXX:-clang++-22}
+link() {  # link OUTPUT OBJECTS...: against libmlx.a and the portable libmetal2vk.so
+  local output=$1
+  shift
+  "$cxx" -O3 "$@" -o "$stage/bin/$output" "$mlx_build/libmlx.a" "$mlx_build/mlx/io/libgguflib.a" \
+    "$stage/lib/libmetal2vk.so.0" -L"$stage/lib" -l:libopenblas.so.0 -lvulkan -lpthread -ldl \
+    -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'  # RPATH, not RUNPATH: OpenBLAS finds gfortran there too
+}
+link tests "$mlx_build"/tests/CMakeFiles/tests.dir/*.o
+link tutorial "$mlx_build"/examples/cpp/CMakeFiles/tutorial.dir/*.o
+"$cxx" -O3 -DNDEBUG -std=c++20 -DMLX_STATIC -I"$root/include" -I"$mlx_src" -c "$root/bench/mlx_programs.cpp" \
+  -o "$stage/mlx_programs.o"
+link mlx_programs "$stage/mlx_programs.o"
+rm "$stage/mlx_programs.o"
+
+mkdir -p "$(dirname "$out")"
+tar -C "$(dirname "$stage")" --owner=0 --group=0 -cf - mlx-metal2vk | xz -T2 -6 >"$out"
+echo "$out: $(du -m "$out" | cut -f1) MB ($(du -sm "$stage" | cut -f1) MB unpacked)"
+rm -rf "$(dirname "$stage")"

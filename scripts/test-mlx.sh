@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs MLX's C++ tests (doctest), built by scripts/build-mlx.sh, on MLX's default device: the GPU, i.e. metal2vk's
+# Vulkan device (M2V_DEVICE picks one; lavapipe when there is no GPU). Reports pass/fail per test file, the failing
+# cases with their first failed check, and ends with `N passed, N failed` (test cases).
+#
+#   scripts/test-mlx.sh BUILD_DIR [--file NAME.cpp]... [--json FILE] [--timeout SECONDS]
+set -euo pipefail
+if [ $# -lt 1 ]; then
+  echo "usage: $0 BUILD_DIR [--file NAME.cpp]... [--json FILE] [--timeout SECONDS]" >&2
+  exit 2
+fi
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "$1" && pwd)
+shift
+[ -x "$build/tests/tests" ] || { echo "$0: $build/tests/tests not found (scripts/build-mlx.sh builds it)" >&2; exit 2; }
+cd "$build/tests"
+exec python3 "$root/scripts/run_mlx_tests.py" "$build/tests/tests" "$@"

@@ -1,0 +1,185 @@
+// m2v metal, m2v metallib: Apple's Metal toolchain (`xcrun metal`, `xcrun metallib`) as MLX's build calls it, with
+// metal2vk's compiler and library files (include/metal2vk/library_file.h) in place of AIR and .metallib.
+#include <iostream>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "Commands.h"
+#include "Frontend.h"
+#include "metal2vk/compiler.h"
+#include "metal2vk/library_file.h"
+
+namespace m2v::cli {
+
+extern const char kMetalUsage[] =
+    R"(metal [-x metal] [-I DIR]... [-D NAME[=VALUE]]... [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-W...] [-w]
+      (-E [-P] [-C] [-CC] [-H] FILE | -c FILE.metal -o OUT.air | FILE.air... -o OUT.metallib) [-j N]
+    Apple's `metal` driver as MLX's build uses it. -E: preprocess FILE as the compiler sees it, to standard
+    output; -H lists the included headers on standard error as clang does ("." per depth, then the path; our own
+    metal_stdlib headers left out). -c: compile every entry point of FILE into a library file (the .air of Apple's
+    flow). Otherwise: merge library files (and compile any .metal given) into one library file, the .metallib
+    that the Metal API's newLibrary(URL) reads. Apple-only flags (-mmacosx-version-min=, -gline-tables-only,
+    -frecord-sources, -fmetal-enable-logging) are accepted and change nothing.
+)";
+
+extern const char kMetallibUsage[] =
+    R"(metallib FILE.air... -o OUT.metallib
+    Merge library files into one (Apple's `metallib`); an entry point defined twice is an error.
+)";
+
+namespace {
+
+bool endsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+bool isLibraryFile(const std::string& path) { return endsWith(path, ".air") || endsWith(path, ".metallib"); }
+
+// Compiles `path` and appends its kernels; the compiler's exit status (diagnostics printed), 0 when it compiled.
+int compileInto(const std::string& path, const CompileOptions& options, std::vector<CompiledKernel>& kernels) {
+  CompileResult result = compileFile(path, options);
+  std::cerr << result.diagnostics.format();
+  if (result.status != Status::Ok) return static_cast<int>(result.status);
+  for (CompiledKernel& k : result.kernels) kernels.push_back(std::move(k));
+  return 0;
+}
+
+// Merges library files and writes `output`; an entry point in two inputs is an error naming both.
+int link(const std::string& command, const std::vector<std::string>& libraries, std::vector<CompiledKernel> kernels,
+         const std::string& output) {
+  std::unordered_map<std::string, std::string> origin;
+  for (const CompiledKernel& k : kernels) origin.emplace(k.reflection.entry, "the compiled sources");
+  try {
+    for (const std::string& lib : libraries) {
+      for (CompiledKernel& k : readLibraryFile(lib)) {
+        auto [it, fresh] = origin.emplace(k.reflection.entry, lib);
+        if (!fresh) {
+          std::cerr << "m2v " << command << ": error: entry point '" << k.reflection.entry << "' is defined in both "
+                    << it->second << " and " << lib << "\n";
+          return 1;
+        }
+        kernels.push_back(std::move(k));
+      }
+    }
+    writeLibraryFile(output, kernels);
+  } catch (const std::runtime_error& e) {
+    std::cerr << "m2v " << command << ": error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int metalCommand(const Args& args) {
+  CompileOptions options;
+  frontend::PreprocessOptions pp;
+  bool preprocess = false, compileOnly = false, listHeaders = false;
+  std::string output;
+  std::vector<std::string> sources, libraries;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto next = [&](std::string& into) {
+      if (i + 1 >= args.size()) return false;
+      into = args[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "-o") {
+      if (!next(output)) return usageError("metal", "-o needs a value");
+    } else if (a == "-I") {
+      if (!next(v)) return usageError("metal", "-I needs a value");
+      options.includeDirs.push_back(v);
+    } else if (a.rfind("-I", 0) == 0) {
+      options.includeDirs.push_back(a.substr(2));
+    } else if (a == "-D" || a.rfind("-D", 0) == 0) {
+      if (a == "-D" && !next(v)) return usageError("metal", "-D needs a value");
+      if (a != "-D") v = a.substr(2);
+      size_t eq = v.find('=');
+      options.defines.emplace_back(v.substr(0, eq), eq == std::string::npos ? "" : v.substr(eq + 1));
+    } else if (a == "-x") {
+      if (!next(v)) return usageError("metal", "-x needs a value");
+      if (v != "metal") return usageError("metal", "-x " + v + ": only 'metal' is accepted");
+    } else if (a.rfind("-std=", 0) == 0) {
+      auto version = parseMetalStd(a.substr(5));
+      if (!version) return usageError("metal", "unknown language standard '" + a.substr(5) + "' (e.g. metal3.1)");
+      options.metalVersion = *version;
+    } else if (a == "-ffast-math" || a == "-fno-fast-math") {
+      options.fastMath = a == "-ffast-math";
+    } else if (a == "-E") {
+      preprocess = true;
+    } else if (a == "-c") {
+      compileOnly = true;
+    } else if (a == "-P") {
+      pp.lineMarkers = false;
+    } else if (a == "-C") {
+      pp.keepComments = true;
+    } else if (a == "-CC") {
+      pp.keepComments = pp.keepCommentsInMacros = true;
+    } else if (a == "-H") {
+      listHeaders = true;
+    } else if (a == "-w") {
+      pp.warnings = false;
+      options.warnings.push_back("-w");
+    } else if (a == "-j") {
+      if (!next(v) || v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+        return usageError("metal", "-j needs a number");
+      options.jobs = unsigned(std::stoul(v));
+    } else if (a == "--no-cooperative-matrix") {
+      options.cooperativeMatrix = false;
+    } else if (a.rfind("-W", 0) == 0 && a.size() > 2) {
+      options.warnings.push_back(a);
+    } else if (a.rfind("-mmacosx-version-min=", 0) == 0 || a == "-gline-tables-only" || a == "-frecord-sources" ||
+               a == "-fmetal-enable-logging") {
+      // Apple's deployment target and debug records: nothing to do with them here.
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      return usageError("metal", "unknown option '" + a + "'");
+    } else if (isLibraryFile(a)) {
+      libraries.push_back(a);
+    } else {
+      sources.push_back(a);
+    }
+  }
+
+  if (preprocess) {
+    if (sources.size() != 1 || !libraries.empty()) return usageError("metal", "-E takes exactly one source file");
+    if (!output.empty()) return usageError("metal", "-E writes to standard output (no -o)");
+    std::vector<std::string> headers;
+    bool ok = frontend::preprocessFile(sources[0], options, pp, listHeaders ? &headers : nullptr);
+    for (const std::string& h : headers) std::cerr << h << "\n";
+    return ok ? 0 : 1;
+  }
+  if (compileOnly) {
+    if (sources.size() != 1 || !libraries.empty()) return usageError("metal", "-c takes exactly one .metal file");
+    if (output.empty()) return usageError("metal", "-c needs -o OUT.air");
+    std::vector<CompiledKernel> kernels;
+    if (int status = compileInto(sources[0], options, kernels)) return status;
+    return link("metal", {}, std::move(kernels), output);
+  }
+  if (sources.empty() && libraries.empty()) return usageError("metal", "no input files");
+  if (output.empty()) return usageError("metal", "no output file (-o OUT.metallib)");
+  std::vector<CompiledKernel> kernels;
+  for (const std::string& s : sources)
+    if (int status = compileInto(s, options, kernels)) return status;
+  return link("metal", libraries, std::move(kernels), output);
+}
+
+int metallibCommand(const Args& args) {
+  std::string output;
+  std::vector<std::string> libraries;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-o") {
+      if (i + 1 >= args.size()) return usageError("metallib", "-o needs a value");
+      output = args[++i];
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      return usageError("metallib", "unknown option '" + args[i] + "'");
+    } else {
+      libraries.push_back(args[i]);
+    }
+  }
+  if (libraries.empty()) return usageError("metallib", "no input files");
+  if (output.empty()) return usageError("metallib", "no output file (-o OUT.metallib)");
+  return link("metallib", libraries, {}, output);
+}
+
+}  // namespace m2v::cli
