@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <cctype>
 #include <cstdio>
@@ -730,7 +731,8 @@ Device::Native Device::native() const {
 // ------------------------------------------------------------------------------------------------------------
 // Buffers
 
-RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size, bool hostVisible) {
+RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size,
+                          const std::function<uint32_t(const VkMemoryRequirements&)>& memoryType, bool map) {
   RawBuffer raw;
   raw.size = size;
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -749,21 +751,26 @@ RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size, bool hostVisib
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.pNext = &flags;
   alloc.allocationSize = req.size;
-  alloc.memoryTypeIndex =
-      hostVisible ? device.findMemoryType(req.memoryTypeBits,
-                                          VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                                          VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
-                  : device.findMemoryType(req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  alloc.memoryTypeIndex = memoryType(req);
   VkDeviceMemory memory = VK_NULL_HANDLE;
   vkCheck(vkAllocateMemory(device.vk(), &alloc, nullptr, &memory), "vkAllocateMemory", &device);
   raw.memory = UniqueMemory(device.vk(), memory);
   vkCheck(vkBindBufferMemory(device.vk(), buffer, memory, 0), "vkBindBufferMemory", &device);
-  if (hostVisible)
-    vkCheck(vkMapMemory(device.vk(), memory, 0, VK_WHOLE_SIZE, 0, &raw.hostPointer), "vkMapMemory", &device);
+  if (map) vkCheck(vkMapMemory(device.vk(), memory, 0, VK_WHOLE_SIZE, 0, &raw.hostPointer), "vkMapMemory", &device);
   VkBufferDeviceAddressInfo addressInfo{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
   addressInfo.buffer = buffer;
   raw.address = vkGetBufferDeviceAddress(device.vk(), &addressInfo);
   return raw;
+}
+
+RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size, bool hostVisible) {
+  auto chooseType = [&](const VkMemoryRequirements& req) {
+    return hostVisible ? device.findMemoryType(req.memoryTypeBits,
+                                               VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                               VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+                       : device.findMemoryType(req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  };
+  return createRawBuffer(device, size, chooseType, hostVisible);
 }
 
 Buffer Device::createBuffer(size_t bytes) {

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,6 +78,9 @@ struct RawBuffer {
   void* hostPointer = nullptr;
 };
 RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size, bool hostVisible);
+// The same in the memory type `memoryType` picks for the buffer's requirements, mapped for the host when `map`.
+RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size,
+                          const std::function<uint32_t(const VkMemoryRequirements&)>& memoryType, bool map);
 
 struct BufferObject {
   std::shared_ptr<DeviceState> device;

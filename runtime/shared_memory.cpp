@@ -44,38 +44,15 @@ Device::SharedMemory Device::sharedMemory() const { return chooseSharedMemory(st
 Buffer Device::createBuffer(size_t bytes, Memory memory) {
   if (memory == Memory::DeviceLocal) return createBuffer(bytes);
   if (bytes == 0) throw UsageError("createBuffer: size must be > 0");
-  DeviceState& device = *state_;
   const SharedMemory shared = sharedMemory();
   auto object = std::make_shared<BufferObject>();
   object->device = state_;
-  RawBuffer& raw = object->raw;
-  raw.size = bytes;
-  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  info.size = bytes;
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-               VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
-  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkBuffer buffer = VK_NULL_HANDLE;
-  vkCheck(vkCreateBuffer(device.vk(), &info, nullptr, &buffer), "vkCreateBuffer", &device);
-  raw.buffer = UniqueBuffer(device.vk(), buffer);
-  VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(device.vk(), buffer, &req);
-  if (!(req.memoryTypeBits & (1u << shared.memoryType)))
-    throw UnsupportedError("storage buffers cannot use the shared memory type " + std::to_string(shared.memoryType));
-  VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
-  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
-  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  alloc.pNext = &flags;
-  alloc.allocationSize = req.size;
-  alloc.memoryTypeIndex = shared.memoryType;
-  VkDeviceMemory deviceMemory = VK_NULL_HANDLE;
-  vkCheck(vkAllocateMemory(device.vk(), &alloc, nullptr, &deviceMemory), "vkAllocateMemory", &device);
-  raw.memory = UniqueMemory(device.vk(), deviceMemory);
-  vkCheck(vkBindBufferMemory(device.vk(), buffer, deviceMemory, 0), "vkBindBufferMemory", &device);
-  vkCheck(vkMapMemory(device.vk(), deviceMemory, 0, VK_WHOLE_SIZE, 0, &raw.hostPointer), "vkMapMemory", &device);
-  VkBufferDeviceAddressInfo addressInfo{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
-  addressInfo.buffer = buffer;
-  raw.address = vkGetBufferDeviceAddress(device.vk(), &addressInfo);
+  auto sharedType = [&](const VkMemoryRequirements& req) {
+    if (!(req.memoryTypeBits & (1u << shared.memoryType)))
+      throw UnsupportedError("storage buffers cannot use the shared memory type " + std::to_string(shared.memoryType));
+    return shared.memoryType;
+  };
+  object->raw = createRawBuffer(*state_, bytes, sharedType, true);
   return Buffer(std::move(object));
 }
 

@@ -259,6 +259,22 @@ struct StreamState {
     return slice;
   }
 
+  // One global memory barrier between the compute and transfer commands before it and those after it.
+  void recordBarrier(Batch& batch) {
+    VkMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
+    barrier.srcStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
+    barrier.srcAccessMask = VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
+    barrier.dstStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
+    barrier.dstAccessMask = VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT |
+                            VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
+    VkDependencyInfo dependency{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
+    dependency.memoryBarrierCount = 1;
+    dependency.pMemoryBarriers = &barrier;
+    vkCmdPipelineBarrier2(batch.commandBuffer, &dependency);
+    pendingAccesses.clear();
+    stats.barriers++;
+  }
+
   // Inserts one global memory barrier when a command's accesses conflict with unbarriered earlier ones.
   void orderAfterHazards(Batch& batch, const std::vector<Access>& accesses) {
     if (options.explicitBarriers) return;  // the caller places barriers (Stream::barrier)
@@ -271,20 +287,7 @@ struct StreamState {
           break;
         }
     }
-    if (needBarrier) {
-      VkMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
-      barrier.srcStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
-      barrier.srcAccessMask = VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
-      barrier.dstStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
-      barrier.dstAccessMask = VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT |
-                              VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
-      VkDependencyInfo dependency{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
-      dependency.memoryBarrierCount = 1;
-      dependency.pMemoryBarriers = &barrier;
-      vkCmdPipelineBarrier2(batch.commandBuffer, &dependency);
-      pendingAccesses.clear();
-      stats.barriers++;
-    }
+    if (needBarrier) recordBarrier(batch);
     for (const Access& a : accesses) {
       bool merged = false;
       for (Access& p : pendingAccesses)
@@ -802,22 +805,7 @@ uint64_t Stream::commit(std::span<const EventSignal> signals, std::span<const Ev
   return s.submittedValue;
 }
 
-void Stream::barrier() {
-  StreamState& s = *state_;
-  Batch& batch = s.ensureRecording();
-  VkMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
-  barrier.srcStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
-  barrier.srcAccessMask = VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
-  barrier.dstStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
-  barrier.dstAccessMask = VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT |
-                          VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
-  VkDependencyInfo dependency{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
-  dependency.memoryBarrierCount = 1;
-  dependency.pMemoryBarriers = &barrier;
-  vkCmdPipelineBarrier2(batch.commandBuffer, &dependency);
-  s.pendingAccesses.clear();
-  s.stats.barriers++;
-}
+void Stream::barrier() { state_->recordBarrier(state_->ensureRecording()); }
 
 void Stream::synchronize() {
   state_->submit();

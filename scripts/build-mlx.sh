@@ -21,6 +21,10 @@ m2v_build=${M2V_BUILD:-$build/metal2vk}
 jobs=${M2V_JOBS:-$(nproc)}
 [ -f "$mlx_src/mlx/version.h" ] || { echo "$0: $mlx_src is not an MLX checkout (no mlx/version.h)" >&2; exit 2; }
 
+# ccache keys on paths relative to the folder above the repository: a clone elsewhere, with the MLX checkout at the
+# same place beside it, reuses the objects of an earlier build.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$root")}
+
 start=$(date +%s)
 if [ ! -f "$m2v_build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$m2v_build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

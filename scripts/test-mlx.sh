@@ -3,10 +3,13 @@
 # Vulkan device (M2V_DEVICE picks one; lavapipe when there is no GPU). Reports pass/fail per test file, the failing
 # cases with their first failed check, and ends with `N passed, N failed` (test cases).
 #
-#   scripts/test-mlx.sh BUILD_DIR [--file NAME.cpp]... [--json FILE] [--timeout SECONDS]
+#   scripts/test-mlx.sh BUILD_DIR [--file NAME.cpp]... [--json FILE] [--timeout SECONDS] [--floor FILE]
+#
+# --floor FILE: the cases that must pass (cmake/mlx/lavapipe-floor.txt for lavapipe, where kernels that need 32-wide
+# simdgroups are refused); the exit status then says whether they all did.
 set -euo pipefail
 if [ $# -lt 1 ]; then
-  echo "usage: $0 BUILD_DIR [--file NAME.cpp]... [--json FILE] [--timeout SECONDS]" >&2
+  echo "usage: $0 BUILD_DIR [--file NAME.cpp]... [--json FILE] [--timeout SECONDS] [--floor FILE]" >&2
   exit 2
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# Builds and runs every test (ctest) on the default Vulkan device (lavapipe when there is no GPU).
+# Builds and runs every test (ctest) on the default Vulkan device (lavapipe when there is no GPU); then MLX's own C++
+# tests on MLX's Metal backend over metal2vk, when an MLX checkout is beside the repository
+# (../shared/third_party/mlx, or M2V_MLX_ROOT): the cases in cmake/mlx/lavapipe-floor.txt must pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
-cd build
-ctest --output-on-failure -j "$(nproc)"
+(cd build && ctest --output-on-failure -j "$(nproc)")
+
+mlx=${M2V_MLX_ROOT:-../shared/third_party/mlx}
+if [ -f "$mlx/mlx/version.h" ]; then
+  M2V_BUILD=build scripts/build-mlx.sh "$mlx" build-mlx
+  scripts/test-mlx.sh build-mlx --timeout 60 --floor cmake/mlx/lavapipe-floor.txt
+else
+  echo "SKIP: MLX's C++ tests: no MLX checkout at $mlx (set M2V_MLX_ROOT)"
+fi
