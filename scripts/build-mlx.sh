@@ -3,14 +3,22 @@
 # C++ tests and examples. Offline, from the folders beside the MLX checkout (fmt, gguf-tools) and Debian packages
 # (scripts/install-deps.sh).
 #
-#   scripts/build-mlx.sh MLX_SOURCE_DIR BUILD_DIR
+#   scripts/build-mlx.sh MLX_SOURCE_DIR BUILD_DIR [--python]
+#
+# --python: also MLX's Python package (`mlx.core` for M2V_PYTHON, default /usr/bin/python3; cmake/mlx/python) in
+# BUILD_DIR/mlx-python: PYTHONPATH=BUILD_DIR/mlx-python/python python3 -c "import mlx.core as mx".
 #
 # BUILD_DIR/metal2vk: metal2vk's m2v and Metal API (g++, as scripts/build.sh builds it); set M2V_BUILD to use an
 # existing metal2vk build tree instead. BUILD_DIR: MLX (clang-22; cmake/mlx/CMakeLists.txt says why).
 # M2V_JOBS: parallel compile jobs (default: all cores). Then: scripts/test-mlx.sh BUILD_DIR, or BUILD_DIR/tutorial.
 set -euo pipefail
+python_package=0
+if [ $# -eq 3 ] && [ "$3" = --python ]; then
+  python_package=1
+  set -- "$1" "$2"
+fi
 if [ $# -ne 2 ]; then
-  echo "usage: $0 MLX_SOURCE_DIR BUILD_DIR" >&2
+  echo "usage: $0 MLX_SOURCE_DIR BUILD_DIR [--python]" >&2
   exit 2
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,4 +46,14 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DMLX_SOURCE_DIR="$mlx_src" -DM2V_BUILD="$m2v_build" >/dev/null
 fi
 cmake --build "$build" -j "$jobs" --target mlx tests tutorial linear_regression logistic_regression
+if [ $python_package = 1 ]; then
+  python=${M2V_PYTHON:-/usr/bin/python3}
+  echo "== MLX's Python package (mlx.core for $python) in $build/mlx-python"
+  if [ ! -f "$build/mlx-python/CMakeCache.txt" ]; then
+    CC=clang-22 CXX=clang++-22 cmake -S "$root/cmake/mlx/python" -B "$build/mlx-python" -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release -DMLX_BUILD="$build" -DPython_EXECUTABLE="$python" >/dev/null
+  fi
+  cmake --build "$build/mlx-python" -j "$jobs" --target mlx_python
+fi
 echo "built in $(( $(date +%s) - start )) s: $build/libmlx.a, $build/tests/tests, $build/examples/cpp/tutorial"
+[ $python_package = 0 ] || echo "mlx.core: PYTHONPATH=$build/mlx-python/python; scripts/test-mlx.sh $build --python"

@@ -7,6 +7,11 @@
 #
 # --floor FILE: the cases that must pass (cmake/mlx/lavapipe-floor.txt for lavapipe, where kernels that need 32-wide
 # simdgroups are refused); the exit status then says whether they all did.
+#
+#   scripts/test-mlx.sh BUILD_DIR --python [--file test_NAME.py]... [--json FILE] [--floor FILE] ...
+#
+# --python: MLX's Python tests (python/tests, unittest) against the package of `scripts/build-mlx.sh ... --python`
+# (BUILD_DIR/mlx-python), one file at a time: scripts/run_mlx_python_tests.py says more.
 set -euo pipefail
 if [ $# -lt 1 ]; then
   echo "usage: $0 BUILD_DIR [--file NAME.cpp]... [--json FILE] [--timeout SECONDS] [--floor FILE]" >&2
@@ -15,6 +20,10 @@ fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 shift
+if [ "${1:-}" = --python ]; then
+  shift
+  exec python3 "$root/scripts/run_mlx_python_tests.py" "$build/mlx-python/python" "$@"
+fi
 [ -x "$build/tests/tests" ] || { echo "$0: $build/tests/tests not found (scripts/build-mlx.sh builds it)" >&2; exit 2; }
 cd "$build/tests"
 exec python3 "$root/scripts/run_mlx_tests.py" "$build/tests/tests" "$@"
