@@ -6,7 +6,8 @@
 #
 #   scripts/package-mlx.sh MLX_BUILD_DIR [OUT.tar.xz]      (default OUT: dist/mlx-metal2vk-linux-x86_64.tar.xz)
 #
-# In the archive: bin/tests (MLX's doctest suite), bin/tutorial, bin/mlx_programs, bin/mlx.metallib, lib/*.so*.
+# In the archive: bin/tests (MLX's doctest suite), MLX's C++ examples (bin/tutorial, bin/linear_regression,
+# bin/logistic_regression), bin/mlx_programs, bin/mlx.metallib, lib/*.so*.
 # Run with `mlx-metal2vk/bin/tests` (rpath $ORIGIN/../lib); scripts/test-mlx.sh's runner takes --tests BIN.
 set -euo pipefail
 if [ $# -lt 1 ]; then
@@ -44,7 +45,9 @@ link() {  # link OUTPUT OBJECTS...: against libmlx.a and the portable libmetal2v
     -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'  # RPATH, not RUNPATH: OpenBLAS finds gfortran there too
 }
 link tests "$mlx_build"/tests/CMakeFiles/tests.dir/*.o
-link tutorial "$mlx_build"/examples/cpp/CMakeFiles/tutorial.dir/*.o
+for example in tutorial linear_regression logistic_regression; do
+  link "$example" "$mlx_build"/examples/cpp/CMakeFiles/$example.dir/*.o
+done
 "$cxx" -O3 -DNDEBUG -std=c++20 -DMLX_STATIC -I"$root/include" -I"$mlx_src" -c "$root/bench/mlx_programs.cpp" \
   -o "$stage/mlx_programs.o"
 link mlx_programs "$stage/mlx_programs.o"

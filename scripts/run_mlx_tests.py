@@ -133,7 +133,8 @@ def main():
             json.dump({'seconds': round(time.time() - start), 'files': record}, f, indent=1)
     if args.floor:
         # The floor's cases decide: the last line counts them; every case's tally comes before it.
-        floor, below = floor_cases(args.floor), below_floor(args.floor, record)
+        floor = [line for line in floor_cases(args.floor) if line.split(': ', 1)[0] in record]
+        below = below_floor(args.floor, record)
         for line in below:
             print('below floor: %s' % line, flush=True)
         print('all cases: %d passed, %d failed; the floor (%s): %d cases' % (total_pass, total_fail, args.floor,
@@ -151,9 +152,10 @@ def floor_cases(path):
 
 
 def below_floor(path, record):
-    """The floor's cases that did not pass (or did not run) in `record` (file -> [{name, passed}])."""
+    """The floor's cases of the files that ran (`record`: file -> [{name, passed}]) that did not pass."""
     passed = {(f, c['name']) for f, cases in record.items() for c in cases if c['passed']}
-    return [line for line in floor_cases(path) if tuple(line.split(': ', 1)) not in passed]
+    return [line for line in floor_cases(path)
+            if line.split(': ', 1)[0] in record and tuple(line.split(': ', 1)) not in passed]
 
 
 if __name__ == '__main__':

@@ -25,5 +25,13 @@ if [ "${1:-}" = --python ]; then
   exec python3 "$root/scripts/run_mlx_python_tests.py" "$build/mlx-python/python" "$@"
 fi
 [ -x "$build/tests/tests" ] || { echo "$0: $build/tests/tests not found (scripts/build-mlx.sh builds it)" >&2; exit 2; }
+# The tests run in their build folder (MLX's tests write files beside them): file arguments become absolute first.
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --floor | --json) args+=("$1" "$(realpath -m "$2")"); shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
 cd "$build/tests"
-exec python3 "$root/scripts/run_mlx_tests.py" "$build/tests/tests" "$@"
+exec python3 "$root/scripts/run_mlx_tests.py" "$build/tests/tests" "${args[@]}"
