@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import re
+import selectors
 import signal
 import subprocess
 import sys
@@ -61,6 +62,36 @@ def parse_run(text):
     return cases
 
 
+def read_with_case_timeout(proc, timeout):
+    """The process's output; kills it when one test case runs past `timeout` seconds (the clock restarts at each
+    case a file's process starts, so a long file of quick cases is not cut short). Returns (text, timed_out)."""
+    chunks, last_progress, cases_seen = [], time.time(), 0
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while True:
+            if not sel.select(timeout=1.0):
+                if time.time() - last_progress > timeout:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    chunks.append(proc.stdout.read())
+                    proc.wait()
+                    return b''.join(chunks).decode('utf-8', 'replace'), True
+                continue
+            data = os.read(proc.stdout.fileno(), 65536)
+            if not data:
+                break
+            chunks.append(data)
+            started = b''.join(chunks).count(b'<TestCase ')
+            if started != cases_seen:
+                cases_seen, last_progress = started, time.time()
+            elif time.time() - last_progress > timeout:
+                os.killpg(proc.pid, signal.SIGKILL)
+                chunks.append(proc.stdout.read())
+                proc.wait()
+                return b''.join(chunks).decode('utf-8', 'replace'), True
+    proc.wait()
+    return b''.join(chunks).decode('utf-8', 'replace'), False
+
+
 def run_file(binary, filename, expected, timeout):
     """Runs every case of one test file; returns [(name, passed, detail)] in file order."""
     results = []
@@ -68,14 +99,7 @@ def run_file(binary, filename, expected, timeout):
         cmd = ['stdbuf', '-oL', binary, '--source-file=*/' + os.path.basename(filename), '--reporters=xml', '--no-skipped-summary',
                '--first=%d' % (len(results) + 1)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-        timed_out = False
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-            timed_out = True
-        text = out.decode('utf-8', 'replace')
+        text, timed_out = read_with_case_timeout(proc, timeout)
         cases = parse_run(text)
         ended = 'timed out after %d s' % timeout if timed_out else 'process ended with status %d' % proc.returncode
         before = len(results)
@@ -103,7 +127,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument('binary', help="MLX's doctest binary (BUILD_DIR/tests/tests)")
     ap.add_argument('--timeout', type=int, default=int(os.environ.get('MLX_TEST_TIMEOUT', '900')),
-                    help='seconds one process may run (default 900, env MLX_TEST_TIMEOUT)')
+                    help='seconds one test case may run (default 900, env MLX_TEST_TIMEOUT)')
     ap.add_argument('--file', action='append', help='only this test file (repeatable)')
     ap.add_argument('--json', help='write every case with its result here')
     ap.add_argument('--floor', help='a file of "TEST_FILE: CASE NAME" lines that must pass; with it the exit status '

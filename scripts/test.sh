@@ -10,7 +10,7 @@ scripts/build.sh
 mlx=${M2V_MLX_ROOT:-../shared/third_party/mlx}
 if [ -f "$mlx/mlx/version.h" ]; then
   M2V_BUILD=build scripts/build-mlx.sh "$mlx" build-mlx
-  scripts/test-mlx.sh build-mlx --timeout 60 --floor cmake/mlx/lavapipe-floor.txt
+  scripts/test-mlx.sh build-mlx --timeout 30 --floor cmake/mlx/lavapipe-floor.txt
 else
   echo "SKIP: MLX's C++ tests: no MLX checkout at $mlx (set M2V_MLX_ROOT)"
 fi
