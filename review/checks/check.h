@@ -35,6 +35,12 @@ struct Refusal {
   std::string call;                  // `f(...)` as written at the fallback
   std::vector<std::string> reasons;  // "`cond` (path:line)" per refusing return
   bool rareOnly = false;
+  // The reasons as one phrase: "a; b; c".
+  std::string joinedReasons() const {
+    std::string why;
+    for (const std::string& reason : reasons) why += (why.empty() ? "" : "; ") + reason;
+    return why;
+  }
 };
 
 class Site {

@@ -14,8 +14,7 @@ void checkCpuFallback(const Site& s, Out& out) {
     return;
   }
   if (Refusal r; s.refusal(r)) {
-    std::string why;
-    for (auto& x : r.reasons) why += (why.empty() ? "" : "; ") + x;
+    const std::string why = r.joinedReasons();
     if (r.rareOnly) {
       c.nonIssue = true;
       c.reason = code(s.ev.text) + " runs only when " + code(r.call) + " refuses: " + why +

@@ -103,8 +103,7 @@ void checkHostSync(const Site& s, Out& out) {
       return;
     }
     if (Refusal r; s.refusal(r)) {
-      std::string why;
-      for (auto& x : r.reasons) why += (why.empty() ? "" : "; ") + x;
+      const std::string why = r.joinedReasons();
       if (r.rareOnly) {
         c.nonIssue = true;
         c.reason = code(ev.text) + " runs only when " + code(r.call) + " refuses: " + why +

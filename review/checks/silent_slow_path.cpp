@@ -18,8 +18,7 @@ void checkSilentSlowPath(const Site& s, Out& out) {
   Refusal r;
   if (!c0 && s.refusal(r) && r.rareOnly) {
     // `if (!dispatch_unary(...)) eval_cpu(...)`: the dispatcher refuses only unsupported dtypes or a missing shader
-    std::string why;
-    for (auto& x : r.reasons) why += (why.empty() ? "" : "; ") + x;
+    const std::string why = r.joinedReasons();
     Candidate c{"silent-slow-path", "fallback"};
     c.problem = "Unsupported case (" + code(r.call) + " refuses: " + why + ") silently falls back to " +
                 code(s.ev.text) + ".";
