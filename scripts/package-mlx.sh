@@ -8,7 +8,7 @@
 #
 # In the archive: bin/tests (MLX's doctest suite), MLX's C++ examples (bin/tutorial, bin/linear_regression,
 # bin/logistic_regression), bin/mlx_programs, bin/mlx.metallib, lib/*.so*.
-# Run with `mlx-metal2vk/bin/tests` (rpath $ORIGIN/../lib); scripts/test-mlx.sh's runner takes --tests BIN.
+# Run with `mlx-metal2vk/bin/tests` (rpath $ORIGIN/../lib), or file by file with scripts/run_mlx_tests.py BIN.
 set -euo pipefail
 if [ $# -lt 1 ]; then
   echo "usage: $0 MLX_BUILD_DIR [OUT.tar.xz]" >&2

@@ -68,28 +68,21 @@ def read_with_case_timeout(proc, timeout):
     chunks, last_progress, cases_seen = [], time.time(), 0
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
-        while True:
+        while time.time() - last_progress <= timeout:
             if not sel.select(timeout=1.0):
-                if time.time() - last_progress > timeout:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    chunks.append(proc.stdout.read())
-                    proc.wait()
-                    return b''.join(chunks).decode('utf-8', 'replace'), True
                 continue
             data = os.read(proc.stdout.fileno(), 65536)
             if not data:
-                break
+                proc.wait()
+                return b''.join(chunks).decode('utf-8', 'replace'), False
             chunks.append(data)
             started = b''.join(chunks).count(b'<TestCase ')
             if started != cases_seen:
                 cases_seen, last_progress = started, time.time()
-            elif time.time() - last_progress > timeout:
-                os.killpg(proc.pid, signal.SIGKILL)
-                chunks.append(proc.stdout.read())
-                proc.wait()
-                return b''.join(chunks).decode('utf-8', 'replace'), True
+    os.killpg(proc.pid, signal.SIGKILL)
+    chunks.append(proc.stdout.read())
     proc.wait()
-    return b''.join(chunks).decode('utf-8', 'replace'), False
+    return b''.join(chunks).decode('utf-8', 'replace'), True
 
 
 def run_file(binary, filename, expected, timeout):
