@@ -129,6 +129,7 @@ m2v::Stream QueueCore::takeStream(uint64_t* generationOut) {
   m2v::StreamOptions options;
   options.explicitBarriers = true;
   options.batchSize = UINT32_MAX;  // nothing runs before commit, as in Metal
+  options.timestamps = profiling() && device->runtime()->info().timestampPeriodNs != 0;
   return device->runtime()->createStream(options);
 }
 
@@ -248,16 +249,20 @@ void QueueCore::completionLoop() {
     toComplete_.pop_front();
     lock.unlock();
     bool streamsUsable = true;
+    std::vector<m2v::DispatchTiming> timings;
     for (auto& segment : buffer->segments) {
       if (segment.stream && !segment.value) streamsUsable = false;  // its commit failed: it may hold commands
       if (!segment.stream || !segment.value) continue;
       try {
         segment.stream->wait(segment.value);
+        if (profiling())
+          for (m2v::DispatchTiming& t : segment.stream->takeTimings()) timings.push_back(std::move(t));
       } catch (const std::exception& e) {
         buffer->fail(currentErrorCode(), std::string("the GPU did not complete the command buffer: ") + e.what());
         streamsUsable = false;
       }
     }
+    recordTimings(timings);
     buffer->endTime = nowSeconds();
     if (buffer->failed()) {
       buffer->error = NS::TransferPtr(newError(kCommandBufferErrorDomain, buffer->failureCode, buffer->failure));

@@ -4,6 +4,8 @@
 
 #include <Metal/Metal.hpp>
 
+#include "metal2vk/metal_statistics.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -40,6 +42,8 @@ struct StatisticsCounters {
   std::atomic<uint64_t> commandBuffersCommitted{0}, dispatches{0}, barriers{0};
 };
 StatisticsCounters& statisticsCounters();
+// Adds one completed command buffer's dispatch timings to the profile (metal_statistics.h: profiling()).
+void recordTimings(const std::vector<m2v::DispatchTiming>& timings);
 
 // Error domains, as Metal names them.
 inline constexpr const char* kLibraryErrorDomain = "MTLLibraryErrorDomain";

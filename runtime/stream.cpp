@@ -54,9 +54,14 @@ struct TimingLabel {
 };
 
 // One command buffer and what must stay alive until the timeline reaches `signalValue`.
+// Timestamp queries come in pools of this many dispatches (two queries each), added as a batch grows: a batch may
+// hold any number of dispatches (the Metal API records a whole command buffer as one).
+constexpr uint32_t kTimedDispatchesPerPool = 256;
+
 struct Batch {
   VkCommandBuffer commandBuffer = VK_NULL_HANDLE;
-  UniqueQueryPool queries;
+  std::vector<UniqueQueryPool> queryPools;  // kept across reuses of the batch
+  uint32_t queryPoolsReset = 0;             // pools reset in the command buffer being recorded
   uint64_t serial = 0;
   uint64_t signalValue = 0;
   std::chrono::steady_clock::time_point submittedAt;  // for the timeout message: how long the work had run
@@ -140,21 +145,13 @@ struct StreamState {
       info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
       info.commandBufferCount = 1;
       vkCheck(vkAllocateCommandBuffers(vk(), &info, &batch->commandBuffer), "vkAllocateCommandBuffers", device.get());
-      if (options.timestamps) {
-        VkQueryPoolCreateInfo q{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-        q.queryType = VK_QUERY_TYPE_TIMESTAMP;
-        q.queryCount = 2 * options.batchSize;
-        VkQueryPool pool = VK_NULL_HANDLE;
-        vkCheck(vkCreateQueryPool(vk(), &q, nullptr, &pool), "vkCreateQueryPool", device.get());
-        batch->queries = UniqueQueryPool(vk(), pool);
-      }
     }
     batch->serial = gNextBatchSerial.fetch_add(1, std::memory_order_relaxed);
     batch->signalValue = submittedValue + 1;
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     vkCheck(vkBeginCommandBuffer(batch->commandBuffer, &begin), "vkBeginCommandBuffer", device.get());
-    if (batch->queries) vkCmdResetQueryPool(batch->commandBuffer, batch->queries.get(), 0, 2 * options.batchSize);
+    batch->queryPoolsReset = 0;
     boundPipeline = VK_NULL_HANDLE;
     recording = std::move(batch);
     return *recording;
@@ -170,7 +167,7 @@ struct StreamState {
       std::unique_ptr<Batch> batch = std::move(inFlight.front());
       inFlight.pop_front();
       for (const PendingReadback& r : batch->readbacks) std::memcpy(r.destination, r.staging, r.size);
-      if (batch->queries && !batch->timings.empty()) collectTimings(*batch);
+      if (!batch->timings.empty()) collectTimings(*batch);
       batch->keepAlive.clear();
       batch->events.clear();
       batch->signaledEvents.clear();
@@ -210,12 +207,34 @@ struct StreamState {
     vkCheck(vkWaitSemaphores(vk(), &info, timeoutNs), "vkWaitSemaphores (event signals)", device.get());
   }
 
+  // The query pool and first query of a batch's dispatch `index`; resets (and first creates) the pool in the
+  // command buffer when the batch reaches it.
+  std::pair<VkQueryPool, uint32_t> timingQueries(Batch& batch, uint32_t index) {
+    const uint32_t pool = index / kTimedDispatchesPerPool;
+    if (pool >= batch.queryPoolsReset) {
+      if (pool >= batch.queryPools.size()) {
+        VkQueryPoolCreateInfo q{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        q.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        q.queryCount = 2 * kTimedDispatchesPerPool;
+        VkQueryPool created = VK_NULL_HANDLE;
+        vkCheck(vkCreateQueryPool(vk(), &q, nullptr, &created), "vkCreateQueryPool", device.get());
+        batch.queryPools.emplace_back(vk(), created);
+      }
+      vkCmdResetQueryPool(batch.commandBuffer, batch.queryPools[pool].get(), 0, 2 * kTimedDispatchesPerPool);
+      batch.queryPoolsReset = pool + 1;
+    }
+    return {batch.queryPools[pool].get(), 2 * (index % kTimedDispatchesPerPool)};
+  }
+
   void collectTimings(Batch& batch) {
-    uint32_t count = uint32_t(batch.timings.size()) * 2;
+    const uint32_t count = uint32_t(batch.timings.size()) * 2;
     std::vector<uint64_t> ticks(count);
-    VkResult r = vkGetQueryPoolResults(vk(), batch.queries.get(), 0, count, ticks.size() * 8, ticks.data(), 8,
-                                       VK_QUERY_RESULT_64_BIT);
-    if (r != VK_SUCCESS) return;  // VK_NOT_READY cannot happen after completion; never block here
+    for (uint32_t first = 0; first < count; first += 2 * kTimedDispatchesPerPool) {
+      const uint32_t n = std::min(count - first, 2 * kTimedDispatchesPerPool);
+      VkResult r = vkGetQueryPoolResults(vk(), batch.queryPools[first / (2 * kTimedDispatchesPerPool)].get(), 0, n,
+                                         n * 8, ticks.data() + first, 8, VK_QUERY_RESULT_64_BIT);
+      if (r != VK_SUCCESS) return;  // VK_NOT_READY cannot happen after completion; never block here
+    }
     for (size_t i = 0; i < batch.timings.size(); ++i) {
       const double period = device->info.timestampPeriodNs;
       double ns = double(ticks[2 * i + 1] - ticks[2 * i]) * period;
@@ -490,8 +509,12 @@ struct StreamState {
       boundPipeline = pipeline;
     }
     vkCmdPushConstants(cmd, pipelineLayout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.reflection.pushConstantSize, push);
-    const bool timed = bool(batch.queries);
-    if (timed) vkCmdWriteTimestamp2(cmd, VK_PIPELINE_STAGE_2_TOP_OF_PIPE_BIT, batch.queries.get(), 2 * batch.dispatches);
+    const bool timed = options.timestamps;
+    std::pair<VkQueryPool, uint32_t> queries{};
+    if (timed) {
+      queries = timingQueries(batch, uint32_t(batch.timings.size()));
+      vkCmdWriteTimestamp2(cmd, VK_PIPELINE_STAGE_2_TOP_OF_PIPE_BIT, queries.first, queries.second);
+    }
     // Metal's partial edge threadgroups: each dimension splits into its full groups and one partial group, and each
     // region runs with a workgroup exactly its threadgroup's size (docs/ABI.md), so no invocation is out of the grid.
     const uint32_t full[3] = {grid.x / tg.x, grid.y / tg.y, grid.z / tg.z};
@@ -536,7 +559,7 @@ struct StreamState {
       boundPipeline = VK_NULL_HANDLE;  // the region pipelines replaced it
     }
     if (timed) {
-      vkCmdWriteTimestamp2(cmd, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, batch.queries.get(), 2 * batch.dispatches + 1);
+      vkCmdWriteTimestamp2(cmd, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, queries.first, queries.second + 1);
       batch.timings.push_back({k.reflection.entry, dispatchSequence});
     }
     for (size_t i = 0; i < k.args.size(); ++i) {

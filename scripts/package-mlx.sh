@@ -7,8 +7,13 @@
 #   scripts/package-mlx.sh MLX_BUILD_DIR [OUT.tar.xz]      (default OUT: dist/mlx-metal2vk-linux-x86_64.tar.xz)
 #
 # In the archive: bin/tests (MLX's doctest suite), MLX's C++ examples (bin/tutorial, bin/linear_regression,
-# bin/logistic_regression), bin/mlx_programs, bin/mlx.metallib, lib/*.so*.
+# bin/logistic_regression), bin/mlx_programs, bin/mlx.metallib, lib/*.so*, and python/mlx (below) when asked for.
 # Run with `mlx-metal2vk/bin/tests` (rpath $ORIGIN/../lib), or file by file with scripts/run_mlx_tests.py BIN.
+#
+# M2V_MLX_PYTHON_BUILDS="DIR..." adds MLX's Python package, python/mlx, for each interpreter whose build of
+# cmake/mlx/python is listed (scripts/build-mlx.sh --python with M2V_PYTHON, e.g. a Python 3.12 for a machine that
+# has PyTorch): `mlx.core` relinked against the portable library, MLX's pure-Python modules and mlx.metallib beside
+# it. PYTHONPATH=mlx-metal2vk/python python3 -c "import mlx.core as mx".
 set -euo pipefail
 if [ $# -lt 1 ]; then
   echo "usage: $0 MLX_BUILD_DIR [OUT.tar.xz]" >&2
@@ -52,6 +57,20 @@ done
   -o "$stage/mlx_programs.o"
 link mlx_programs "$stage/mlx_programs.o"
 rm "$stage/mlx_programs.o"
+
+for pybuild in ${M2V_MLX_PYTHON_BUILDS:-}; do
+  module=$(cd "$pybuild/python/mlx" && ls core.cpython-*.so)
+  mkdir -p "$stage/python/mlx"
+  # The pure-Python package from the MLX checkout (the build links to it; the archive needs copies).
+  (cd "$mlx_src/python/mlx" && find . -name __pycache__ -prune -o -type f -name '*.py' -print |
+    while read -r f; do mkdir -p "$stage/python/mlx/$(dirname "$f")"; cp "$f" "$stage/python/mlx/$f"; done)
+  cp "$mlx_build/mlx/backend/metal/kernels/mlx.metallib" "$stage/python/mlx/"
+  "$cxx" -shared -O3 "$pybuild"/core/CMakeFiles/core.dir/*.o "$pybuild/core/libnanobind-static.a" -o \
+    "$stage/python/mlx/$module" "$mlx_build/libmlx.a" "$mlx_build/mlx/io/libgguflib.a" "$stage/lib/libmetal2vk.so.0" \
+    -L"$stage/lib" -l:libopenblas.so.0 -lvulkan -lpthread -ldl -Wl,-s -Wl,--gc-sections \
+    -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../../lib'
+  echo "python/mlx/$module"
+done
 
 mkdir -p "$(dirname "$out")"
 tar -C "$(dirname "$stage")" --owner=0 --group=0 -cf - mlx-metal2vk | xz -T2 -6 >"$out"

@@ -2,13 +2,14 @@
 """Runs MLX's Python tests (unittest, python/tests of an MLX checkout) against an `mlx` package built on metal2vk
 (scripts/build-mlx.sh --python), one test file at a time, and reports pass/fail/skip per file.
 
-    scripts/run_mlx_python_tests.py PACKAGE_DIR [--tests DIR] [--file test_x.py]... [--json FILE]
+    scripts/run_mlx_python_tests.py PACKAGE_DIR [--tests DIR] [--file test_x.py]... [--json FILE] [--jobs N]
                                     [--test-timeout S] [--file-timeout S] [--floor FILE] [--python EXE]
 
 PACKAGE_DIR holds the package `mlx` (it goes on PYTHONPATH). Each file runs in its own process, which prints a line
 as each test starts and ends: a test that crashes the process or runs past --test-timeout fails (named as such) and
 the file's remaining tests go on in a new process, so one bad kernel does not hide the rest; past --file-timeout the
-tests not yet run count as failed. The last line is `N passed, N failed` (tests; skipped ones are in neither).
+tests not yet run count as failed. --jobs N runs N files at a time (a machine with many cores; results are reported in
+file order). The last line is `N passed, N failed` (tests; skipped ones are in neither).
 """
 import argparse
 import json
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 # ---------------------------------------------------------------- the child: runs tests of one file, reports each
 MARK = '@@mlxtest '
@@ -252,6 +254,7 @@ def main():
     parser.add_argument('--floor', help='a file of test ids (one a line, # comments) that must pass: the exit status '
                         'then says whether they all did (for a device that refuses some kernels, as lavapipe does); '
                         'without it, exit 0 only when no test fails')
+    parser.add_argument('--jobs', type=int, default=1, help='test files run at a time (default 1)')
     parser.add_argument('--python', default='/usr/bin/python3' if os.path.exists('/usr/bin/python3')
                         else sys.executable, help='the interpreter the package was built for')
     args = parser.parse_args()
@@ -278,13 +281,17 @@ def main():
     totals = {'pass': 0, 'fail': 0, 'skip': 0}
     report = OrderedDict()
     start = time.monotonic()
-    for test_file in files:
+    def timed_run(test_file):
         file_start = time.monotonic()
-        results = run_file(args, test_file, env)
+        return run_file(args, test_file, env), time.monotonic() - file_start
+
+    pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
+    runs = [pool.submit(timed_run, test_file) for test_file in files]
+    for test_file, run in zip(files, runs):
+        results, seconds = run.result()
         counts = {k: sum(1 for o, _ in results.values() if o == k) for k in totals}
         for k in totals:
             totals[k] += counts[k]
-        seconds = time.monotonic() - file_start
         report[test_file] = {'passed': counts['pass'], 'failed': counts['fail'], 'skipped': counts['skip'],
                              'seconds': round(seconds, 1),
                              'tests': [{'id': t, 'outcome': o, 'detail': d} for t, (o, d) in results.items()]}

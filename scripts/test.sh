@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs every test (ctest) on the default Vulkan device (lavapipe when there is no GPU); then MLX's own C++
 # tests on MLX's Metal backend over metal2vk, when an MLX checkout is beside the repository
-# (../shared/third_party/mlx, or M2V_MLX_ROOT): the cases in cmake/mlx/lavapipe-floor.txt must pass.
+# (../shared/third_party/mlx, or M2V_MLX_ROOT): the cases in cmake/mlx/lavapipe-floor.txt must pass; then MLX's
+# Python package (`import mlx.core`) and a quick part of MLX's Python tests: the tests of cmake/mlx/python/
+# lavapipe-floor.txt in those files must pass (the whole suite: scripts/test-mlx.sh build-mlx --python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -9,8 +11,14 @@ scripts/build.sh
 
 mlx=${M2V_MLX_ROOT:-../shared/third_party/mlx}
 if [ -f "$mlx/mlx/version.h" ]; then
-  M2V_BUILD=build scripts/build-mlx.sh "$mlx" build-mlx
+  M2V_BUILD=build scripts/build-mlx.sh "$mlx" build-mlx --python
   scripts/test-mlx.sh build-mlx --timeout 30 --floor cmake/mlx/lavapipe-floor.txt
+  quick=()
+  for f in array autograd compile constants device double eval graph memory nn ops optimizers threads tree; do
+    quick+=(--file "test_$f.py")
+  done
+  scripts/test-mlx.sh build-mlx --python "${quick[@]}" --test-timeout 120 \
+    --floor cmake/mlx/python/lavapipe-floor.txt
 else
   echo "SKIP: MLX's C++ tests: no MLX checkout at $mlx (set M2V_MLX_ROOT)"
 fi

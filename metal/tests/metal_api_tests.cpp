@@ -346,6 +346,51 @@ TEST_F(MetalApi, StatisticsCountCommandBuffersDispatchesAndBarriers) {
   for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(x.get())[i], float(i) * 2.0f) << i;
 }
 
+// With M2V_METAL_PROFILE=1 (the ctest entry metal.Profile sets it) every dispatch is timed and added to its kernel.
+TEST_F(MetalApi, ProfileTimesEveryDispatchByKernel) {
+  if (!m2v::metal::profiling()) GTEST_SKIP() << "profiling is off: run with M2V_METAL_PROFILE=1 (ctest -R metal.Profile)";
+  const uint32_t n = 1u << 16;
+  auto x = sharedBuffer(n), y = sharedBuffer(n);
+  auto fill = pipeline("fill_index"), reverse = pipeline("reverse_plus_one");
+  auto countOf = [](const char* kernel) {
+    for (const m2v::metal::KernelTime& k : m2v::metal::kernelTimes())
+      if (k.kernel == kernel) return std::pair(k.dispatches, k.gpuNs);
+    return std::pair(uint64_t(0), 0.0);
+  };
+  const auto fillBefore = countOf("fill_index"), reverseBefore = countOf("reverse_plus_one");
+  const double gpuBefore = m2v::metal::statistics().gpuNs;
+  MTL::CommandBuffer* cb = queue_->commandBufferWithUnretainedReferences();
+  auto* enc = cb->computeCommandEncoder(MTL::DispatchTypeSerial);
+  for (int i = 0; i < 3; ++i) {
+    enc->setComputePipelineState(fill.get());
+    enc->setBuffer(x.get(), 0, 0);
+    enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(256, 1, 1));
+  }
+  for (int i = 0; i < 2; ++i) {
+    enc->setComputePipelineState(reverse.get());
+    enc->setBuffer(x.get(), 0, 0);
+    enc->setBuffer(y.get(), 0, 1);
+    enc->setBytes(&n, sizeof n, 2);
+    enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(256, 1, 1));
+  }
+  enc->endEncoding();
+  cb->commit();
+  cb->waitUntilCompleted();
+  ASSERT_EQ(cb->status(), MTL::CommandBufferStatusCompleted);
+  const auto fillAfter = countOf("fill_index"), reverseAfter = countOf("reverse_plus_one");
+  EXPECT_EQ(fillAfter.first - fillBefore.first, 3u);
+  EXPECT_EQ(reverseAfter.first - reverseBefore.first, 2u);
+  const double fillNs = fillAfter.second - fillBefore.second, reverseNs = reverseAfter.second - reverseBefore.second;
+  EXPECT_GT(fillNs, 0.0);
+  EXPECT_GT(reverseNs, 0.0);
+  // A serial encoder's dispatches do not overlap: the command buffer's span holds all five.
+  EXPECT_GE(m2v::metal::statistics().gpuNs - gpuBefore, (fillNs + reverseNs) * 0.999);
+  const std::string json = m2v_metal_statistics_json();
+  EXPECT_NE(json.find("\"profiling\": true"), std::string::npos) << json;
+  EXPECT_NE(json.find("[\"fill_index\", " + std::to_string(fillAfter.first) + ", "), std::string::npos) << json;
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(y.get())[i], float(n - 1 - i) * 2.0f + 1.0f) << i;
+}
+
 // Objective-C answers messages to nil with zero; MLX relies on it (the null buffer of an empty array has length 0).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnonnull"  // calling methods on null is the point of this test

@@ -404,6 +404,36 @@ TEST_F(RuntimeTest, TimestampsPerDispatch) {
   EXPECT_TRUE(stream.takeTimings().empty());
 }
 
+// A batch of any size is timed (the Metal API records a whole command buffer as one batch): more dispatches than
+// one query pool holds, then a second batch on the reused pools.
+TEST_F(RuntimeTest, TimestampsCoverALargeBatch) {
+  if (device().info().timestampPeriodNs == 0) GTEST_SKIP() << "no compute timestamps on this device";
+  Kernel kernel = loadKernel(device(), "increment");
+  StreamOptions options;
+  options.timestamps = true;
+  options.batchSize = UINT32_MAX;
+  Stream stream = device().createStream(options);
+  Buffer data = device().createBuffer(256 * 4);
+  stream.fill(data, 0, 256 * 4, 0);
+  stream.setKernel(kernel);
+  stream.setBuffer(data, 0, 0);
+  for (int round = 0; round < 2; ++round) {
+    const uint32_t dispatches = round == 0 ? 600 : 300;
+    for (uint32_t i = 0; i < dispatches; ++i) stream.dispatchThreads({256, 1, 1}, {64, 1, 1});
+    stream.synchronize();
+    auto timings = stream.takeTimings();
+    ASSERT_EQ(timings.size(), dispatches);
+    for (size_t i = 1; i < timings.size(); ++i) {
+      EXPECT_EQ(timings[i].sequence, timings[i - 1].sequence + 1);
+      EXPECT_GE(timings[i].startNs, timings[i - 1].startNs) << i;  // one after the other (hazard barriers)
+      EXPECT_GT(timings[i].startNs, 0.0);
+    }
+  }
+  uint32_t expected = 0;  // increment is x -> 3x + 1, applied 900 times in order
+  for (int i = 0; i < 900; ++i) expected = expected * 3u + 1u;
+  for (uint32_t v : readAll<uint32_t>(stream, data, 256)) ASSERT_EQ(v, expected);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Pipeline cache on disk
 
