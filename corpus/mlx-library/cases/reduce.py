@@ -430,6 +430,16 @@ def cases():
     yield reduce_case("col_small", "min", "i32", (31, 3), [0])
     yield reduce_case("col_small", "or", "f32", (4, 17, 130), [1])
     yield reduce_case("col_small", "and", "bool", (2, 3, 4, 5, 6), [0, 1, 3])
+    yield reduce_case("col_small", "sum", "f32", (2, 3, 2, 3, 2, 5), [0, 2, 4],
+                      note="three reduce dims that do not merge: the NDIMS=5 looped-elem-to-loc kernel")
+    yield reduce_case("col_small", "max", "i32", (2, 3, 2, 3, 2, 3), [0, 2, 4],
+                      note="the same with 3-element columns (every thread on the partial-column path): wrong on "
+                           "lavapipe like the MaxPool3d case below, so not in run_floor.txt")
+    yield reduce_case("col_small_window", "max", "i32", None, [4, 5, 6],
+                      view=View.strided(54, (1, 1, 2, 2, 2, 2, 2, 3), (54, 27, 9, 3, 27, 9, 3, 1)),
+                      note="MaxPool3d (kernel 2, stride 1) of a (1, 2, 3, 3, 3) input: max over the three window "
+                           "axes of its 8-D sliding-window view (GeneralStridedReduce, NDIMS=5); wrong on lavapipe "
+                           "(Mesa 22.3.6, the loop nest of e2e's CounterLoops), so not in run_floor.txt")
     # col_reduce_longcolumn + col_reduce_looped second pass (32 and 128 outer blocks)
     yield reduce_case("col_longcolumn", "sum", "f32", (2000, 24), [0])
     yield reduce_case("col_longcolumn", "sum", "i32", (40000, 7), [0])

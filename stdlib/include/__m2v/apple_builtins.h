@@ -1,7 +1,7 @@
 // metal2vk metal_stdlib: the compiler-internal spellings of Apple's metal_stdlib that Metal code calls directly
 // (MLX's bf16_math.h defines its bfloat overloads through them): `__metal_NAME(args..., fast)` math and simd
 // builtins and the `__METAL_*__` macros. Each forwards to the metal:: function of the same meaning; the trailing
-// fast-math flag may be ignored, since precise results are valid fast ones.
+// fast-math flag picks metal::fast:: or metal::precise:: where the function has both (elsewhere it changes nothing).
 #ifndef __M2V_APPLE_BUILTINS_H
 #define __M2V_APPLE_BUILTINS_H
 
@@ -19,22 +19,33 @@
   template <class T> METAL_FUNC auto __metal_##NAME(T x, T y, bool = false) { return metal::FN(x, y); }
 #define __M2V_BUILTIN3(NAME, FN)                                                                   \
   template <class T> METAL_FUNC auto __metal_##NAME(T x, T y, T z, bool = false) { return metal::FN(x, y, z); }
+// the functions with a fast and a precise variant follow the flag
+#define __M2V_BUILTIN1M(NAME)                                                                      \
+  template <class T> METAL_FUNC auto __metal_##NAME(T x, bool fast = __METAL_MAYBE_FAST_MATH__) {  \
+    return fast ? metal::fast::NAME(x) : metal::precise::NAME(x);                                  \
+  }
+#define __M2V_BUILTIN2M(NAME)                                                                      \
+  template <class T> METAL_FUNC auto __metal_##NAME(T x, T y, bool fast = __METAL_MAYBE_FAST_MATH__) { \
+    return fast ? metal::fast::NAME(x, y) : metal::precise::NAME(x, y);                            \
+  }
 
-__M2V_BUILTIN1(fabs, fabs) __M2V_BUILTIN1(acos, acos) __M2V_BUILTIN1(acosh, acosh) __M2V_BUILTIN1(asin, asin)
-__M2V_BUILTIN1(asinh, asinh) __M2V_BUILTIN1(atan, atan) __M2V_BUILTIN1(atanh, atanh) __M2V_BUILTIN1(ceil, ceil)
-__M2V_BUILTIN1(cos, cos) __M2V_BUILTIN1(cosh, cosh) __M2V_BUILTIN1(cospi, cospi) __M2V_BUILTIN1(exp, exp)
-__M2V_BUILTIN1(exp10, exp10) __M2V_BUILTIN1(exp2, exp2) __M2V_BUILTIN1(floor, floor) __M2V_BUILTIN1(fract, fract)
-__M2V_BUILTIN1(log, log) __M2V_BUILTIN1(log10, log10) __M2V_BUILTIN1(log2, log2) __M2V_BUILTIN1(rint, rint)
-__M2V_BUILTIN1(round, round) __M2V_BUILTIN1(rsqrt, rsqrt) __M2V_BUILTIN1(sin, sin) __M2V_BUILTIN1(sinh, sinh)
-__M2V_BUILTIN1(sinpi, sinpi) __M2V_BUILTIN1(sqrt, sqrt) __M2V_BUILTIN1(tan, tan) __M2V_BUILTIN1(tanh, tanh)
-__M2V_BUILTIN1(tanpi, tanpi) __M2V_BUILTIN1(trunc, trunc) __M2V_BUILTIN1(erf, erf) __M2V_BUILTIN1(log1p, log1p)
-__M2V_BUILTIN2(atan2, atan2) __M2V_BUILTIN2(divide, divide) __M2V_BUILTIN2(fmax, fmax) __M2V_BUILTIN2(fmin, fmin)
-__M2V_BUILTIN2(fmod, fmod) __M2V_BUILTIN2(nextafter, nextafter) __M2V_BUILTIN2(pow, pow) __M2V_BUILTIN2(powr, powr)
+__M2V_BUILTIN1(fabs, fabs) __M2V_BUILTIN1M(acos) __M2V_BUILTIN1M(acosh) __M2V_BUILTIN1M(asin)
+__M2V_BUILTIN1M(asinh) __M2V_BUILTIN1M(atan) __M2V_BUILTIN1M(atanh) __M2V_BUILTIN1(ceil, ceil)
+__M2V_BUILTIN1M(cos) __M2V_BUILTIN1M(cosh) __M2V_BUILTIN1M(cospi) __M2V_BUILTIN1M(exp)
+__M2V_BUILTIN1M(exp10) __M2V_BUILTIN1M(exp2) __M2V_BUILTIN1(floor, floor) __M2V_BUILTIN1(fract, fract)
+__M2V_BUILTIN1M(log) __M2V_BUILTIN1M(log10) __M2V_BUILTIN1M(log2) __M2V_BUILTIN1(rint, rint)
+__M2V_BUILTIN1(round, round) __M2V_BUILTIN1(rsqrt, rsqrt) __M2V_BUILTIN1M(sin) __M2V_BUILTIN1M(sinh)
+__M2V_BUILTIN1M(sinpi) __M2V_BUILTIN1(sqrt, sqrt) __M2V_BUILTIN1M(tan) __M2V_BUILTIN1M(tanh)
+__M2V_BUILTIN1M(tanpi) __M2V_BUILTIN1(trunc, trunc) __M2V_BUILTIN1(erf, erf) __M2V_BUILTIN1M(log1p)
+__M2V_BUILTIN2M(atan2) __M2V_BUILTIN2(divide, divide) __M2V_BUILTIN2(fmax, fmax) __M2V_BUILTIN2(fmin, fmin)
+__M2V_BUILTIN2(fmod, fmod) __M2V_BUILTIN2(nextafter, nextafter) __M2V_BUILTIN2M(pow) __M2V_BUILTIN2M(powr)
 __M2V_BUILTIN2(copysign, copysign) __M2V_BUILTIN3(fma, fma) __M2V_BUILTIN3(fmax3, fmax3)
 __M2V_BUILTIN3(fmin3, fmin3) __M2V_BUILTIN3(fmedian3, fmedian3)
 #undef __M2V_BUILTIN1
 #undef __M2V_BUILTIN2
 #undef __M2V_BUILTIN3
+#undef __M2V_BUILTIN1M
+#undef __M2V_BUILTIN2M
 
 template <class T, class I> METAL_FUNC auto __metal_ldexp(T x, I k, bool = false) { return metal::ldexp(x, k); }
 template <class T, class I> METAL_FUNC auto __metal_frexp(T x, thread I *e) { return metal::frexp(x, *e); }

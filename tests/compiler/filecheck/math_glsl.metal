@@ -1,6 +1,8 @@
 // MODE: asm
-// Rule: metal:: math functions with a GLSL.std.450 counterpart become OpExtInst of that instruction
-// (fmin/fmax/min/max on floats -> NMin/NMax: IEEE minNum/maxNum).
+// ARGS: -ffast-math
+// Rule: with -ffast-math, metal:: math functions with a GLSL.std.450 counterpart become OpExtInst of that
+// instruction (fmin/fmax/min/max on floats -> NMin/NMax: IEEE minNum/maxNum). Without it, the transcendental ones
+// are Metal's precise functions (precise_math.metal).
 #include <metal_stdlib>
 using namespace metal;
 kernel void math_glsl(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {

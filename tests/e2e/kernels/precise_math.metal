@@ -1,0 +1,51 @@
+// Metal's precise math (the default: kernels here are compiled without -ffast-math), one kernel per function:
+// out[i] = f(x[i]) or f(x[i], y[i]). The test (e2e_tests.cpp, "Precise math") sweeps inputs over the whole float
+// range and compares with a double-precision reference and the ULP bounds of Metal's precise math.
+// Written for metal2vk's e2e tests.
+#include <metal_stdlib>
+using namespace metal;
+
+#define UNARY(NAME, EXPR)                                                                          \
+  kernel void pm_##NAME(device const float* x [[buffer(0)]], device const float* y [[buffer(1)]],  \
+                        device float* out [[buffer(2)]], constant uint& n [[buffer(3)]],           \
+                        uint i [[thread_position_in_grid]]) {                                      \
+    if (i >= n) return;                                                                            \
+    float a = x[i], b = y[i];                                                                      \
+    (void)b;                                                                                       \
+    out[i] = EXPR;                                                                                 \
+  }
+
+UNARY(sin, sin(a))
+UNARY(cos, cos(a))
+UNARY(tan, tan(a))
+UNARY(sincos_sin, sincos(a, b))
+UNARY(sincos_cos, (sincos(a, b), b))
+UNARY(asin, asin(a))
+UNARY(acos, acos(a))
+UNARY(atan, atan(a))
+UNARY(atan2, atan2(a, b))
+UNARY(sinh, sinh(a))
+UNARY(cosh, cosh(a))
+UNARY(tanh, tanh(a))
+UNARY(asinh, asinh(a))
+UNARY(acosh, acosh(a))
+UNARY(atanh, atanh(a))
+UNARY(exp, exp(a))
+UNARY(exp2, exp2(a))
+UNARY(exp10, exp10(a))
+UNARY(log, log(a))
+UNARY(log2, log2(a))
+UNARY(log10, log10(a))
+UNARY(pow, pow(a, b))
+UNARY(powr, powr(a, b))
+UNARY(sinpi, sinpi(a))
+UNARY(cospi, cospi(a))
+UNARY(tanpi, tanpi(a))
+// explicit namespaces and vectors: precise:: as MLX's unary ops call it, a float4 lane by lane
+UNARY(precise_sin, precise::sin(a))
+UNARY(vec_sin, sin(float4(a, b, a * 0.5f, 1.0f)).x)
+// half computes in float and rounds once
+kernel void pm_half_sin(device const half* x [[buffer(0)]], device half* out [[buffer(1)]],
+                        uint i [[thread_position_in_grid]]) {
+  out[i] = sin(x[i]);
+}
