@@ -1,30 +1,41 @@
 // WidenAccessesPass: a thread's adjacent narrow loads and stores of device or constant memory become vector accesses
 // (up to 4 elements, up to 16 bytes) where their alignment allows, on a fast path that the kernel takes only when
-// the buffer addresses (and the integer arguments its addresses are computed from) are 16-byte multiples.
+// facts it checks once per thread hold: the buffer addresses (and the integer arguments its addresses are computed
+// from) are multiples of 16, and a written buffer lies at least 64 bytes from the other buffers whose accesses are
+// reordered around its stores.
 //
 // Why a checked fast path: a Metal buffer argument is aligned only to its element type (setBuffer:offset: takes any
 // offset that is a multiple of the type's size; MLX binds views at element offsets), so `a[4 * gid]` of a half
 // buffer is provably 2-byte aligned and nothing more. A SPIR-V access that claims more alignment than the address
-// has is undefined behaviour, so widening needs a fact the compiler cannot prove: it is checked once per thread.
+// has is undefined behaviour. Likewise buffers may overlap (an output bound over an input), so `c[i] = a[i] + b[i]`
+// for four i in turn keeps its load/store order unless the buffers are known apart.
 //
 // The rule:
-//  1. "Facts" are the kernel's buffer addresses (`inttoptr` of a push constant or of an argument-buffer entry) and the
-//     integers the kernel reads at fixed offsets of its by-value arguments in the entry block (`constant int& ld`).
-//  2. A copy of the kernel assumes every fact is a multiple of 16; LLVM's alignment inference (known bits and
-//     ScalarEvolution over those assumptions) raises the accesses' alignment, and LLVM's load/store vectorizer, told
-//     what SPIR-V can express (WideAccessTTI below), combines adjacent accesses that are aligned to their combined
-//     size and that it may reorder (it never moves an access over one that may alias it).
+//  1. Alignment facts: the kernel's buffer addresses (`inttoptr` of a push constant or of an argument-buffer entry)
+//     and the integers it reads from constant-space arguments (below). Distance facts: pairs (written device buffer,
+//     other device buffer) whose addresses differ by at least kAliasGap bytes.
+//  2. A copy of the kernel assumes every fact. LLVM's alignment inference (known bits and ScalarEvolution over the
+//     assumptions, plus pointer recurrences below) raises the accesses' alignment, and LLVM's load/store vectorizer,
+//     told what SPIR-V can express (WideAccessTTI) and which accesses the distance facts separate (DistantRootsAA),
+//     combines adjacent accesses that are aligned to their combined size. It never moves an access over one that
+//     may alias it.
 //  3. When the copy has fewer device/constant accesses than the kernel, a second copy assumes only the facts the
-//     widened or realigned accesses' addresses are computed from, and is widened the same way; the kernel becomes
-//     `if ((fact | fact | ...) % 16 == 0) fast copy; else the kernel as it was`. Otherwise nothing changes.
-// Every alignment the fast copy states follows from checked facts, so both paths compute exactly what the kernel
-// computed (same accesses, same order of may-alias accesses, same arithmetic).
+//     widened accesses' addresses are computed from (and the distance facts between their buffers), and is widened
+//     the same way; the kernel becomes `if (facts hold) fast copy; else the kernel as it was`. Otherwise nothing
+//     changes. The condition depends only on arguments, so it is uniform over the dispatch: barriers and simdgroup
+//     functions stay in uniform control flow.
+// Every alignment the fast copy states and every reordering it makes follows from checked facts, so both paths
+// compute exactly what the kernel computed.
 #include <llvm/ADT/SetVector.h>
+#include <llvm/Analysis/AliasAnalysis.h>
 #include <llvm/Analysis/AssumptionCache.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Analysis/ScalarEvolution.h>
+#include <llvm/Analysis/ScalarEvolutionExpressions.h>
 #include <llvm/Analysis/TargetTransformInfo.h>
 #include <llvm/Analysis/TargetTransformInfoImpl.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Dominators.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
@@ -204,6 +215,75 @@ void factsUnder(llvm::Value* v, const llvm::DenseMap<llvm::Value*, llvm::Value*>
   for (llvm::Value* op : i->operands()) factsUnder(op, factOfCopy, seen, out);
 }
 
+// Distance facts: pairs of buffer addresses (in the copy being widened) that the fast path has checked to be at
+// least kAliasGap bytes apart. Two accesses whose addresses are those bases plus offsets that differ by a constant of
+// at most kAliasWindow bytes (ScalarEvolution: `a + 2*i + 2` and `c + 2*i`) then cannot overlap (accesses are at
+// most 16 bytes), which is what lets the vectorizer move `a[i + 1]`'s load above `c[i]`'s store.
+constexpr int64_t kAliasGap = 64;
+constexpr int64_t kAliasWindow = 32;
+using RootPair = std::pair<const llvm::Value*, const llvm::Value*>;
+
+class DistantRootsAAResult : public llvm::AAResultBase {
+ public:
+  DistantRootsAAResult(const llvm::DenseSet<RootPair>* pairs, llvm::ScalarEvolution* se) : pairs_(pairs), se_(se) {}
+  bool invalidate(llvm::Function&, const llvm::PreservedAnalyses&, llvm::FunctionAnalysisManager::Invalidator&) {
+    return false;
+  }
+  llvm::AliasResult alias(const llvm::MemoryLocation& a, const llvm::MemoryLocation& b, llvm::AAQueryInfo& q,
+                          const llvm::Instruction* at) {
+    if (!pairs_ || pairs_->empty() || !small(a) || !small(b)) return AAResultBase::alias(a, b, q, at);
+    const llvm::Value* ra = llvm::getUnderlyingObject(a.Ptr);
+    const llvm::Value* rb = llvm::getUnderlyingObject(b.Ptr);
+    if (!pairs_->count({ra, rb})) return AAResultBase::alias(a, b, q, at);
+    const llvm::SCEV* oa =
+        se_->getMinusSCEV(se_->getSCEV(const_cast<llvm::Value*>(a.Ptr)), se_->getSCEV(const_cast<llvm::Value*>(ra)));
+    const llvm::SCEV* ob =
+        se_->getMinusSCEV(se_->getSCEV(const_cast<llvm::Value*>(b.Ptr)), se_->getSCEV(const_cast<llvm::Value*>(rb)));
+    if (llvm::isa<llvm::SCEVCouldNotCompute>(oa) || llvm::isa<llvm::SCEVCouldNotCompute>(ob) ||
+        oa->getType() != ob->getType())
+      return AAResultBase::alias(a, b, q, at);
+    auto* d = llvm::dyn_cast<llvm::SCEVConstant>(se_->getMinusSCEV(oa, ob));
+    if (d && d->getAPInt().abs().sle(kAliasWindow)) return llvm::AliasResult::NoAlias;
+    return AAResultBase::alias(a, b, q, at);
+  }
+
+ private:
+  static bool small(const llvm::MemoryLocation& l) {
+    return l.Size.hasValue() && !l.Size.isScalable() && l.Size.getValue().getFixedValue() <= kFactAlign;
+  }
+  const llvm::DenseSet<RootPair>* pairs_;
+  llvm::ScalarEvolution* se_;
+};
+
+struct DistantRootsAA : llvm::AnalysisInfoMixin<DistantRootsAA> {
+  using Result = DistantRootsAAResult;
+  explicit DistantRootsAA(const llvm::DenseSet<RootPair>* p) : pairs(p) {}
+  Result run(llvm::Function& f, llvm::FunctionAnalysisManager& am) {
+    return Result(pairs, &am.getResult<llvm::ScalarEvolutionAnalysis>(f));
+  }
+  const llvm::DenseSet<RootPair>* pairs;
+  static llvm::AnalysisKey Key;
+};
+llvm::AnalysisKey DistantRootsAA::Key;
+
+// Pairs (written device buffer, other device buffer) among `facts`: the distance facts a copy may assume.
+std::vector<std::pair<llvm::Value*, llvm::Value*>> candidatePairs(llvm::Function& f,
+                                                                  const std::vector<llvm::Value*>& facts) {
+  llvm::SmallPtrSet<const llvm::Value*, 8> written;
+  for (llvm::BasicBlock& bb : f)
+    for (llvm::Instruction& i : bb)
+      if (auto* st = llvm::dyn_cast<llvm::StoreInst>(&i))
+        written.insert(llvm::getUnderlyingObject(st->getPointerOperand()));
+  std::vector<llvm::Value*> device;
+  for (llvm::Value* v : facts)
+    if (v->getType()->isPointerTy() && v->getType()->getPointerAddressSpace() == kDeviceAS) device.push_back(v);
+  std::vector<std::pair<llvm::Value*, llvm::Value*>> pairs;
+  for (size_t i = 0; i < device.size(); ++i)
+    for (size_t j = i + 1; j < device.size(); ++j)
+      if (written.count(device[i]) || written.count(device[j])) pairs.emplace_back(device[i], device[j]);
+  return pairs;
+}
+
 class Widener {
  public:
   Widener() {
@@ -213,6 +293,12 @@ class Widener {
       });
     });
     llvm::PassBuilder pb;
+    fam_.registerPass([this] { return DistantRootsAA(&pairs); });
+    fam_.registerPass([&pb] {
+      llvm::AAManager aa = pb.buildDefaultAAPipeline();
+      aa.registerFunctionAnalysis<DistantRootsAA>();
+      return aa;
+    });
     pb.registerModuleAnalyses(mam_);
     pb.registerCGSCCAnalyses(cgam_);
     pb.registerFunctionAnalyses(fam_);
@@ -285,19 +371,31 @@ class Widener {
  private:
   llvm::LoopAnalysisManager lam_;
   llvm::FunctionAnalysisManager fam_;
+
+ public:
+  llvm::DenseSet<RootPair> pairs;  // distance facts of the copy being widened, both orders
+
+ private:
   llvm::CGSCCAnalysisManager cgam_;
   llvm::ModuleAnalysisManager mam_;
 };
 
 // A copy of `f` assuming `facts`, widened; null when it has no fewer buffer accesses than `f` or holds an access
 // the emitter cannot express. `needed` receives the facts the realigned accesses' addresses come from.
-llvm::Function* widenedCopy(llvm::Function& f, const std::vector<llvm::Value*>& facts, Widener& widener,
+llvm::Function* widenedCopy(llvm::Function& f, const std::vector<llvm::Value*>& facts,
+                            const std::vector<std::pair<llvm::Value*, llvm::Value*>>& distant, Widener& widener,
                             llvm::SetVector<llvm::Value*>* needed) {
   llvm::ValueToValueMapTy vmap;
   llvm::Function* copy = llvm::CloneFunction(&f, vmap);
   copy->setLinkage(llvm::GlobalValue::InternalLinkage);
   std::vector<llvm::CallInst*> assumes = assumeFacts(facts, vmap);
+  widener.pairs.clear();
+  for (auto [p, q] : distant) {
+    widener.pairs.insert({vmap[p], vmap[q]});
+    widener.pairs.insert({vmap[q], vmap[p]});
+  }
   widener.widen(*copy, assumes);
+  widener.pairs.clear();
 
   bool expressible = true;
   llvm::DenseMap<llvm::Value*, llvm::Value*> factOfCopy;
@@ -357,12 +455,17 @@ llvm::PreservedAnalyses WidenAccessesPass::run(llvm::Module& m, llvm::ModuleAnal
 
   Widener widener;
   llvm::SetVector<llvm::Value*> needed;
-  llvm::Function* trial = widenedCopy(*f, facts, widener, &needed);
+  std::vector<std::pair<llvm::Value*, llvm::Value*>> distant = candidatePairs(*f, facts);
+  llvm::Function* trial = widenedCopy(*f, facts, distant, widener, &needed);
   if (!trial) return llvm::PreservedAnalyses::all();
   trial->eraseFromParent();
   std::vector<llvm::Value*> checked(needed.begin(), needed.end());
   if (checked.empty()) return llvm::PreservedAnalyses::all();
-  llvm::Function* fast = widenedCopy(*f, checked, widener, nullptr);
+  // The distance facts kept: pairs of buffers that both hold widened accesses.
+  std::vector<std::pair<llvm::Value*, llvm::Value*>> checkedPairs;
+  for (auto [p, q] : distant)
+    if (needed.count(p) && needed.count(q)) checkedPairs.emplace_back(p, q);
+  llvm::Function* fast = widenedCopy(*f, checked, checkedPairs, widener, nullptr);
   if (!fast) return llvm::PreservedAnalyses::all();
 
   // main: check the facts, then run the fast copy or the kernel as it was.
@@ -382,6 +485,13 @@ llvm::PreservedAnalyses WidenAccessesPass::run(llvm::Module& m, llvm::ModuleAnal
   }
   b.SetInsertPoint(anchor);
   llvm::Value* aligned = b.CreateICmpEQ(b.CreateAnd(bits, b.getInt64(kFactAlign - 1)), b.getInt64(0), "widen.aligned");
+  // |p - q| >= kAliasGap: (p - q + gap - 1) as unsigned > 2 * gap - 2.
+  for (auto [p, q] : checkedPairs) {
+    llvm::Value* pi = b.CreatePtrToInt(rematerialize(p, anchor, done), b.getInt64Ty());
+    llvm::Value* qi = b.CreatePtrToInt(rematerialize(q, anchor, done), b.getInt64Ty());
+    llvm::Value* shifted = b.CreateAdd(b.CreateSub(pi, qi), b.getInt64(kAliasGap - 1));
+    aligned = b.CreateAnd(aligned, b.CreateICmpUGT(shifted, b.getInt64(2 * kAliasGap - 2)), "widen.apart");
+  }
   b.CreateCondBr(aligned, fastBB, old);
   anchor->eraseFromParent();
   // The fast copy's blocks move into main (it has no arguments; its values are its own).

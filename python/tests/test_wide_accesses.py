@@ -1,7 +1,9 @@
 """Wide accesses on a checked fast path (lower/WidenAccesses.cpp): a kernel whose adjacent narrow loads and stores
 become vector accesses when its buffer addresses and address-scaling integer arguments are multiples of 16 takes the
 widened copy only then, and the kernel as written otherwise. Both paths must compute the same thing: buffers bound at
-offsets of 0, 1, 2, 4 and 8 elements and row strides that are and are not multiples of 16, against numpy."""
+offsets of 0, 1, 2, 4 and 8 elements and row strides that are and are not multiples of 16, and an output bound apart
+from its inputs, over one of them, or overlapping one two elements further on (one thread: Metal's order within a
+thread decides the result), against numpy."""
 import numpy as np
 import pytest
 
@@ -20,6 +22,12 @@ kernel void row_dot(device const half* m [[buffer(0)]], device const half* x [[b
     acc += float(r[j]) * float(x[j]) + float(r[j + 1]) * float(x[j + 1]) + float(r[j + 2]) * float(x[j + 2]) +
            float(r[j + 3]) * float(x[j + 3]);
   out[row] = acc;
+}
+// Elementwise: the loads of element k + 1 move above the store of element k only when c lies apart from a and b.
+kernel void add4(device const half* a [[buffer(0)]], device const half* b [[buffer(1)]], device half* c [[buffer(2)]],
+                 uint gid [[thread_position_in_grid]]) {
+  uint i = 4 * gid;
+  for (int k = 0; k < 4; ++k) c[i + k] = a[i + k] + b[i + k];
 }
 // A qmv-like walk: a byte pointer advancing by a constant step, read as four uint16 per step; four adjacent stores.
 kernel void nibble_sums(device const uint8_t* w [[buffer(0)]], constant int& steps [[buffer(1)]],
@@ -82,3 +90,29 @@ def test_nibble_sums_any_alignment(lib, offset):
     want = np.stack([(q[:, :, 0] & 15).sum(0), ((q[:, :, 1] >> 4) & 15).sum(0), ((q[:, :, 2] >> 8) & 15).sum(0),
                      (q[:, :, 3] >> 12).sum(0)], axis=1)
     np.testing.assert_array_equal(got.astype(np.int64), want)
+
+
+@pytest.mark.parametrize("where", ["apart", "in_place", "overlap_2"])
+def test_add4_output_placement(lib, where):
+    rng = np.random.default_rng(2300)
+    n = 4 * (1 if where == "overlap_2" else 64)  # one thread where elements overlap: a defined order
+    buf = np.zeros(n + 64, np.float16)
+    buf[:n] = rng.integers(-64, 65, n) / 8
+    b = (rng.integers(-64, 65, n + 8) / 8).astype(np.float16)
+    s = m2v.Stream()
+    ab, bb, cb = s.buffer(buf), s.buffer(b), m2v.Buffer(buf.nbytes)
+    s.set_kernel(lib["add4"])
+    s.set_buffer(ab, 0)
+    s.set_buffer(bb, 1)
+    if where == "apart":
+        s.set_buffer(cb, 2)
+    else:
+        s.set_buffer(ab, 2, 0 if where == "in_place" else 4)
+    s.dispatch_threads((n // 4, 1, 1), (min(n // 4, 32), 1, 1))
+    want = buf.copy()
+    shift = {"apart": 0, "in_place": 0, "overlap_2": 2}[where]
+    out = np.zeros_like(buf) if where == "apart" else want
+    for i in range(n):  # a thread's order: load a[i], load b[i], store c[i]
+        out[i + shift] = np.float16(want[i] + b[i]) if where != "apart" else np.float16(buf[i] + b[i])
+    got = s.read(cb if where == "apart" else ab, np.float16, (buf.size,))
+    np.testing.assert_array_equal(got[:n + shift], out[:n + shift])
