@@ -267,16 +267,17 @@ def sdpa_prefill_item(dt, seq=2048, heads=32, d=128):
                 setup, flops=4 * heads * seq * seq * d, note=at.steel_name(dt, d, None))
 
 
-def gemv_item(dt, n):
-    """y = W x, W (n, n) row-major, x (n, 1): Matmul::eval_gpu's gemv route (gemv.metal)."""
+def gemv_item(dt, n, k=None):
+    """y = W x, W (n, k) row-major (k = n unless given), x (k, 1): Matmul::eval_gpu's gemv route (gemv.metal)."""
     import gemv
 
-    W, X = gemv.View((n, n)), gemv.View((n, 1))
+    k = n if k is None else k
+    W, X = gemv.View((n, k)), gemv.View((k, 1))
     p = gemv.plan_matmul(dt, W, X)
 
     def setup(ctx, rng):
-        w = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-        x = rng.uniform(-1, 1, (n, 1)).astype(np.float32)
+        w = rng.uniform(-1, 1, (n, k)).astype(np.float32)
+        x = rng.uniform(-1, 1, (k, 1)).astype(np.float32)
         bufs = {id(W): ctx.buffer(store(w, dt)), id(X): ctx.buffer(store(x, dt))}
         out = m2v.Buffer(n * itemsize(dt))
         args = {i: out if isinstance(a, str) else bufs[id(a)] if isinstance(a, gemv.View) else a
@@ -285,7 +286,7 @@ def gemv_item(dt, n):
                                    constants=p["constants"]),
                 lambda: ctx.read(out, dt, (n, 1)), torch.matmul, [torch_tensor(w, dt), torch_tensor(x, dt)])
 
-    return Item(f"gemv {dt} {n}x{n}", [(gemv.FILE, p["name"])], setup, nbytes=(n * n + 2 * n) * itemsize(dt),
+    return Item(f"gemv {dt} {n}x{k}", [(gemv.FILE, p["name"])], setup, nbytes=(n * k + k + n) * itemsize(dt),
                 note=p["name"])
 
 
@@ -348,6 +349,15 @@ def items():
     out.append(gemv_item("bf16", 8192))
     out.append(qmv_item("f16", 14336, 4096))
     out.append(qmv_item("bf16", 14336, 4096))
+    # One decoded token's projections in a decoder layer: Llama-3.1-8B (hidden 4096, intermediate 14336) and
+    # Qwen3-0.6B (hidden 1024, intermediate 3072); the up/gate (intermediate x hidden) and down (hidden x
+    # intermediate) shapes, and the square attention-output shape.
+    for hidden, inter in ((4096, 14336), (1024, 3072)):
+        for n_out, k in ((hidden, hidden), (inter, hidden), (hidden, inter)):
+            for dt in ("f16", "bf16"):
+                for it in (gemv_item(dt, n_out, k), qmv_item(dt, n_out, k)):
+                    if all(o.name != it.name for o in out):
+                        out.append(it)
     return out
 
 

@@ -4,6 +4,8 @@
 
 #include <llvm/IR/PassManager.h>
 
+#include <set>
+
 #include "Frontend.h"
 
 namespace m2v::lower {
@@ -58,6 +60,16 @@ struct IntrinsicAttributesPass : llvm::PassInfoMixin<IntrinsicAttributesPass> {
 // memcpy/memmove/memset become explicit loads and stores (SPIR-V has no such operations for our pointers).
 struct ExpandMemoryIntrinsicsPass : llvm::PassInfoMixin<ExpandMemoryIntrinsicsPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
+// A thread's adjacent narrow loads and stores of device or constant memory become vector accesses (up to 4
+// elements, 16 bytes) on a fast path taken when the buffer addresses and the integer arguments the addresses are
+// computed from are multiples of 16 and written buffers lie apart from the others; the kernel as it was is the
+// other path (lower/WidenAccesses.cpp).
+struct WidenAccessesPass : llvm::PassInfoMixin<WidenAccessesPass> {
+  WidenAccessesPass(const frontend::EntryFacts& entry, const KernelReflection& reflection);
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+  std::set<uint64_t> boundConstants;  // slots of constant-space arguments the host must bind (no function constant)
 };
 
 // Threadgroup arrays that meet in a phi or select share one arena variable.

@@ -159,6 +159,14 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(ExpandMemoryIntrinsicsPass());
     fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
     fpm.addPass(llvm::InstCombinePass());
+    llvm::ModulePassManager mpm;
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+    // Wide device accesses need resolved address spaces and add a branch the structurizer must see.
+    mpm.addPass(WidenAccessesPass(entry, reflection));
+    mpm.run(m, mam);
+  }
+  {
+    llvm::FunctionPassManager fpm;
     fpm.addPass(llvm::SimplifyCFGPass());
     fpm.addPass(ReplaceUnreachablePass());
     fpm.addPass(ExitInfiniteLoopsPass());
