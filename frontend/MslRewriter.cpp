@@ -88,6 +88,32 @@ std::vector<Token> lex(std::string_view s) {
   return toks;
 }
 
+// The bracket matcher: for each `(`, `[`, `{` the index of its closing token and for each closer its opener (npos
+// where unbalanced). `[[` and `]]` are single tokens; a `]]` that closes two subscripts (`a[b[i]]`) is matched to
+// the inner `[` and leaves the outer one open, which only the attribute scanner cares about.
+std::vector<size_t> matchBrackets(const std::vector<Token>& toks) {
+  std::vector<size_t> partner(toks.size(), std::string_view::npos);
+  std::vector<size_t> open;
+  auto closes = [](std::string_view o, std::string_view c) {
+    return (o == "(" && c == ")") || (o == "[" && (c == "]" || c == "]]")) || (o == "{" && c == "}") ||
+           (o == "[[" && c == "]]");
+  };
+  for (size_t k = 0; k < toks.size(); ++k) {
+    if (toks[k].kind != TokKind::Punct) continue;
+    std::string_view t = toks[k].text;
+    if (t == "(" || t == "[" || t == "{" || t == "[[") {
+      open.push_back(k);
+    } else if (t == ")" || t == "]" || t == "}" || t == "]]") {
+      // an unbalanced closer (a stray one in a macro body) pops nothing it does not match
+      if (open.empty() || !closes(toks[open.back()].text, t)) continue;
+      partner[open.back()] = k;
+      partner[k] = open.back();
+      open.pop_back();
+    }
+  }
+  return partner;
+}
+
 constexpr std::array<std::string_view, 26> kBuiltinAttributes = {"dispatch_quadgroups_per_threadgroup",
                                                                  "dispatch_simdgroups_per_threadgroup",
                                                                  "dispatch_threads_per_threadgroup",
@@ -139,7 +165,7 @@ bool isBuiltinTypeKeyword(std::string_view n) {
 class Rewriter {
  public:
   Rewriter(std::string_view src, RewriteContext& context, std::string_view path = {})
-      : src_(src), toks_(lex(src)), context_(context) {
+      : src_(src), toks_(lex(src)), partner_(matchBrackets(toks_)), context_(context) {
     if (auto it = context.boolSwizzles.find(path); it != context.boolSwizzles.end()) boolSwizzles_ = &it->second;
   }
 
@@ -166,7 +192,9 @@ class Rewriter {
         }
         if (t.text == "(") ++parenDepth;
         if (t.text == ")") parenDepth = std::max(0, parenDepth - 1);
-        if (t.text == "?") {
+        if (t.text == "(" && isCStyleCast(i)) {
+          rewriteCStyleCast(i);
+        } else if (t.text == "?") {
           wrapConditionalOperands(i);
         } else if (t.text == "{" && parenDepth > 0 && i > 0 && (toks_[i - 1].text == "(" || toks_[i - 1].text == ",")) {
           rewriteBracedArgument(i);
@@ -190,7 +218,7 @@ class Rewriter {
         rewriteBoolSwizzle(i);
         continue;
       }
-      if (t.text == "kernel" && next(i, "void")) {
+      if (t.text == "kernel" && isKernelKeyword(i)) {
         replace(t.begin, t.end, "__attribute__((annotate(\"m2v.kernel\")))");
       } else if (t.text == "threadgroup" && braceDepth > 0 && parenDepth == 0 && startsStatement(i) &&
                  !declaresPointer(i + 1)) {
@@ -505,6 +533,101 @@ class Rewriter {
     replace(toks_[close].begin, toks_[close].end, ")");
   }
 
+  size_t partner(size_t k) const { return partner_[k]; }
+
+  // `(T) x`: a C-style cast to a single name T. Metal converts vectors element-wise and half <-> bfloat by value
+  // through it; C++ bit-casts or rejects both. Without types the rewriter tells a cast from a parenthesized name by
+  // what follows: a name, a literal or `(` (`(T) x`, `(half4) 1.0f`, `(float4)(a + b)`); and by what precedes: not
+  // a name (a call, `if (c) x = 1;`) except `return`.
+  bool isCStyleCast(size_t open) const {
+    if (open + 3 >= toks_.size() || toks_[open + 1].kind != TokKind::Identifier || toks_[open + 2].text != ")")
+      return false;
+    std::string_view name = toks_[open + 1].text;
+    if (name == "void" || isBuiltinTypeKeyword(name) || isAddressSpace(name) || name == "const" ||
+        name == "volatile")
+      return false;  // C++ converts its own scalar types as Metal does
+    if (open > 0) {
+      const Token& p = toks_[open - 1];
+      if (p.kind == TokKind::Identifier && p.text != "return") return false;
+      // after `)` only as the operand of another cast: `(float4)(half4) x`
+      if (p.text == ")" && !(partner(open - 1) != std::string_view::npos && isCStyleCast(partner(open - 1))))
+        return false;
+      if (p.kind == TokKind::Number || p.kind == TokKind::String || p.text == "]" || p.text == ">" || p.text == "#")
+        return false;
+    }
+    const Token& n = toks_[open + 3];
+    if (n.kind == TokKind::Identifier)
+      return !(n.text == "const" || n.text == "volatile" || n.text == "override" || n.text == "noexcept" ||
+               isAddressSpace(n.text));
+    if (n.kind == TokKind::Number) return true;
+    // `(T)(x)`: a call through a parenthesized name is rare enough in Metal code to read this as a cast
+    return n.text == "(";
+  }
+
+  // The last token of the operand of a cast that starts at token `k`: a name (qualified, with a template argument
+  // list before `(` or `::`), a literal or a parenthesized expression, then calls, subscripts, member accesses and
+  // postfix increments; a cast of a cast takes the inner cast's operand. npos when it is none of these.
+  size_t castOperandEnd(size_t k) const {
+    if (k >= toks_.size()) return std::string_view::npos;
+    size_t last;
+    if (toks_[k].text == "(") {
+      if (partner(k) == std::string_view::npos) return std::string_view::npos;
+      if (isCStyleCast(k)) return castOperandEnd(partner(k) + 1);
+      last = partner(k);
+    } else if (toks_[k].kind == TokKind::Number) {
+      last = k;
+    } else if (toks_[k].kind == TokKind::Identifier) {
+      last = k;
+      while (true) {
+        if (last + 2 < toks_.size() && toks_[last + 1].text == "::" && toks_[last + 2].kind == TokKind::Identifier) {
+          last += 2;
+        } else if (last + 1 < toks_.size() && toks_[last + 1].text == "<") {
+          size_t close = matchAngle(last + 1);
+          if (!close || close + 1 >= toks_.size() || (toks_[close + 1].text != "(" && toks_[close + 1].text != "::"))
+            break;
+          last = close;
+          if (toks_[close + 1].text == "::" && close + 2 < toks_.size() &&
+              toks_[close + 2].kind == TokKind::Identifier)
+            last = close + 2;
+        } else {
+          break;
+        }
+      }
+    } else {
+      return std::string_view::npos;
+    }
+    while (last + 1 < toks_.size()) {
+      std::string_view w = toks_[last + 1].text;
+      if ((w == "(" || w == "[") && partner(last + 1) != std::string_view::npos) {
+        last = partner(last + 1);
+      } else if ((w == "." || w == "->") && last + 2 < toks_.size() && toks_[last + 2].kind == TokKind::Identifier) {
+        last += 2;
+      } else {
+        break;
+      }
+    }
+    return last;
+  }
+
+  void rewriteCStyleCast(size_t open) {
+    size_t end = castOperandEnd(open + 3);
+    if (end == std::string_view::npos) return;
+    replace(toks_[open].begin, toks_[open + 2].end, "__m2v::c_cast_<" + std::string(toks_[open + 1].text) + ">(");
+    replace(toks_[end].end, toks_[end].end, ")");
+  }
+
+  // `kernel` is a Metal keyword wherever it is a word of its own: before `void`, before a type named by a typedef or
+  // `decltype` in an explicit instantiation (`template [[host_name("k")]] kernel k_t k<float>;`), after `extern` or
+  // `static`. Only a member access or a qualified name spells another `kernel`; in a directive it is a macro's name.
+  bool isKernelKeyword(size_t i) const {
+    if (prev(i, ".") || prev(i, "->") || prev(i, "::") || prev(i, "#") || prev(i, "define") || prev(i, "undef") ||
+        prev(i, "ifdef") || prev(i, "ifndef") || prev(i, "defined") || prev(i, "(") || prev(i, ","))
+      return false;
+    if (i + 1 >= toks_.size()) return false;
+    const Token& n = toks_[i + 1];
+    return n.kind == TokKind::Identifier || n.text == "::" || n.text == "[[";
+  }
+
   bool next(size_t i, std::string_view text) const { return i + 1 < toks_.size() && toks_[i + 1].text == text; }
   bool prev(size_t i, std::string_view text) const { return i > 0 && toks_[i - 1].text == text; }
 
@@ -626,11 +749,41 @@ class Rewriter {
     if (j == q) return std::nullopt;
     std::optional<size_t> end = declarationEnd(j);
     if (!end) return std::nullopt;
-    bool seen = !seenMethods_.insert({scopes_.back(), key}).second;
+    bool seen = !seenMethods_.insert({scopes_.back(), key}).second || hasUnqualifiedTwin(scopes_.back(), begin, key);
     if (!seen) return std::nullopt;  // the first of its kind: keep it (the caller drops the qualifier)
     replace(toks_[begin].begin, toks_[*end].end,
             linesOf(toks_[begin].begin, toks_[*end].end));
     return *end;
+  }
+
+  // Whether the class body that opens at `scope` declares, before token `before`, a method or constructor without an
+  // address-space qualifier whose declaration reads `key` (`MD() = default;` before `MD() threadgroup = default;`).
+  bool hasUnqualifiedTwin(size_t scope, size_t before, const std::string& key) const {
+    size_t declBegin = scope + 1;
+    for (size_t k = scope + 1; k < before; ++k) {
+      std::string_view w = toks_[k].text;
+      if (w == "{" && partner(k) != std::string_view::npos) {  // a body or a nested class: skip it
+        k = partner(k);
+        declBegin = k + 1;
+        continue;
+      }
+      if (w == ";" || (w == ":" && k > 0 &&
+                       (toks_[k - 1].text == "public" || toks_[k - 1].text == "private" ||
+                        toks_[k - 1].text == "protected"))) {
+        declBegin = k + 1;
+        continue;
+      }
+      if (w != "(" || partner(k) == std::string_view::npos) continue;
+      size_t after = partner(k) + 1;
+      while (after < toks_.size() && (toks_[after].text == "const" || toks_[after].text == "volatile")) ++after;
+      if (after >= toks_.size() || isAddressSpace(toks_[after].text)) continue;
+      std::string_view n = toks_[after].text;
+      if (n != "{" && n != ";" && n != ":" && n != "=") continue;
+      std::string twin;
+      for (size_t t = declBegin; t < after; ++t) twin += std::string(toks_[t].text) + " ";
+      if (twin == key) return true;
+    }
+    return false;
   }
 
   // From the token after a declarator (`{`, `;`, `:` of a constructor's initializers, `=` of `= default`), the last
@@ -821,7 +974,14 @@ class Rewriter {
       if (e.begin < pos) continue;  // overlapping edits cannot happen by construction; be safe
       out.text.append(src_.substr(pos, e.begin - pos));
       size_t rb = out.text.size();
-      out.text += e.text;
+      // Metal writes attributes straight after a name (`x[[buffer(0)]]`): a replacement that starts or ends with a
+      // name must not fuse with the name beside it.
+      std::string text = e.text;
+      if (!text.empty() && isIdentChar(text.front()) && !out.text.empty() && isIdentChar(out.text.back()))
+        text.insert(text.begin(), ' ');
+      if (!text.empty() && isIdentChar(text.back()) && e.end < src_.size() && isIdentChar(src_[e.end]))
+        text.push_back(' ');
+      out.text += text;
       out.edits.push_back({rb, out.text.size(), e.begin, e.end});
       pos = e.end;
     }
@@ -836,6 +996,7 @@ class Rewriter {
   };
   std::string_view src_;
   std::vector<Token> toks_;
+  std::vector<size_t> partner_;  // matchBrackets(toks_)
   std::vector<PendingEdit> pending_;
   RewriteContext& context_;
   const std::set<size_t>* boolSwizzles_ = nullptr;  // this file's, when the front end found any
