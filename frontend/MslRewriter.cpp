@@ -572,7 +572,12 @@ class Rewriter {
     size_t last;
     if (toks_[k].text == "(") {
       if (partner(k) == std::string_view::npos) return std::string_view::npos;
-      if (isCStyleCast(k)) return castOperandEnd(partner(k) + 1);
+      // a cast of a cast, also to one of C++'s own types: `(bfloat)(half)(float) x`
+      bool builtinCast = partner(k) == k + 2 && toks_[k + 1].kind == TokKind::Identifier &&
+                         isBuiltinTypeKeyword(toks_[k + 1].text) && k + 3 < toks_.size() &&
+                         (toks_[k + 3].kind == TokKind::Identifier || toks_[k + 3].kind == TokKind::Number ||
+                          toks_[k + 3].text == "(");
+      if (builtinCast || isCStyleCast(k)) return castOperandEnd(partner(k) + 1);
       last = partner(k);
     } else if (toks_[k].kind == TokKind::Number) {
       last = k;

@@ -55,6 +55,11 @@ struct IntrinsicAttributesPass : llvm::PassInfoMixin<IntrinsicAttributesPass> {
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
 };
 
+// Bool vectors of more than four lanes become integers with a bit per lane (SPIR-V vectors have 2 to 4).
+struct WideBoolVectorsPass : llvm::PassInfoMixin<WideBoolVectorsPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
 // memcpy/memmove/memset become explicit loads and stores (SPIR-V has no such operations for our pointers).
 struct ExpandMemoryIntrinsicsPass : llvm::PassInfoMixin<ExpandMemoryIntrinsicsPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);

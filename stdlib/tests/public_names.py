@@ -61,8 +61,12 @@ def public_names(clang, include_dir):
                     for c in d.get("inner", []):
                         if c.get("kind") == "EnumConstantDecl" and not RESERVED.match(c.get("name", "")):
                             names.add(prefix + c["name"])
+            elif kind == "UsingDecl":  # `using metal::exp;` in namespace fast: the name, unqualified
+                short = name.split("::")[-1]
+                if short and not RESERVED.match(short) and not short.startswith("operator"):
+                    names.add(prefix + short)
             elif kind in DECL_KINDS and kind not in SPECIALIZATIONS:
-                if name and not RESERVED.match(name):
+                if name and not RESERVED.match(name) and not name.startswith("operator"):
                     names.add(prefix + name)
     walk(tu, "")
     # what the predefines and clang itself declare at global scope is not ours
