@@ -88,9 +88,9 @@ std::vector<Token> lex(std::string_view s) {
   return toks;
 }
 
-// The bracket matcher: for each `(`, `[`, `{` the index of its closing token and for each closer its opener (npos
-// where unbalanced). `[[` and `]]` are single tokens; a `]]` that closes two subscripts (`a[b[i]]`) is matched to
-// the inner `[` and leaves the outer one open, which only the attribute scanner cares about.
+// The bracket matcher, the one every rule uses: for each `(`, `[`, `{`, `[[` the index of its closing token and for
+// each closer its opener (npos where unbalanced: a stray closer in a macro body matches nothing). A `]]` that closes
+// two subscripts (`a[b[i]]`) is the partner of both `[`; the `]]` itself points at the inner one.
 std::vector<size_t> matchBrackets(const std::vector<Token>& toks) {
   std::vector<size_t> partner(toks.size(), std::string_view::npos);
   std::vector<size_t> open;
@@ -109,6 +109,10 @@ std::vector<size_t> matchBrackets(const std::vector<Token>& toks) {
       partner[open.back()] = k;
       partner[k] = open.back();
       open.pop_back();
+      if (t == "]]" && toks[partner[k]].text == "[" && !open.empty() && toks[open.back()].text == "[") {
+        partner[open.back()] = k;
+        open.pop_back();
+      }
     }
   }
   return partner;
@@ -429,14 +433,8 @@ class Rewriter {
     while (k > 0) {
       std::string_view w = toks_[k - 1].text;
       if (w == ")" || w == "]") {
-        std::string_view open = w == ")" ? "(" : "[";
-        int depth = 0;
-        size_t j = k - 1;
-        for (;; --j) {
-          if (toks_[j].text == w) ++depth;
-          if (toks_[j].text == open && --depth == 0) break;
-          if (j == 0) return;
-        }
+        size_t j = partner(k - 1);
+        if (j == std::string_view::npos) return;
         k = j;
         if (k > 0 && (toks_[k - 1].kind == TokKind::Identifier || toks_[k - 1].text == "]" ||
                       toks_[k - 1].text == ")" || toks_[k - 1].text == ">"))
@@ -495,16 +493,15 @@ class Rewriter {
     // the `(` must open a call: after a name, a template argument list, `)` or `]`
     size_t paren = open - 1;
     if (toks_[paren].text == ",") {
-      int depth = 0;
+      // the bracket that encloses the `,`: back over whole bracketed groups
       while (paren > 0) {
         --paren;
         std::string_view w = toks_[paren].text;
-        if (w == ")" || w == "]" || w == "}") ++depth;
-        if (w == "(" || w == "[" || w == "{") {
-          if (depth == 0) break;
-          --depth;
+        if ((w == ")" || w == "]" || w == "}") && partner(paren) != std::string_view::npos) {
+          paren = partner(paren);
+          continue;
         }
-        if (depth == 0 && w == ";") return;
+        if (w == "(" || w == "[" || w == "{" || w == ";") break;
       }
       if (toks_[paren].text != "(") return;
     }
@@ -513,21 +510,19 @@ class Rewriter {
     if (toks_[paren - 1].kind != TokKind::Identifier && callee != ">" && callee != ")" && callee != "]") return;
     if (callee == "if" || callee == "while" || callee == "for" || callee == "switch" || callee == "return" ||
         callee == "sizeof" || callee == "decltype") return;
-    int depth = 0, commas = 0;
-    size_t close = open;
-    for (size_t k = open; k < toks_.size(); ++k) {
+    size_t close = partner(open);
+    if (close == std::string_view::npos) return;
+    int commas = 0;
+    for (size_t k = open + 1; k < close; ++k) {
       std::string_view w = toks_[k].text;
-      if (w == "(" || w == "[" || w == "{") ++depth;
-      if (w == ")" || w == "]" || w == "}") {
-        if (--depth == 0) {
-          close = k;
-          break;
-        }
+      if ((w == "(" || w == "[" || w == "{" || w == "[[") && partner(k) != std::string_view::npos) {
+        k = partner(k);
+        continue;
       }
-      if (depth == 1 && w == ",") ++commas;
-      if (w == ";" || (depth == 1 && (w == "." || w == "=") && k == open + 1)) return;  // a block or designators
+      if (w == ",") ++commas;
+      if (w == ";" || ((w == "." || w == "=") && k == open + 1)) return;  // a block or designators
     }
-    if (close == open || commas < 1 || commas > 3 || toks_[close - 1].text == ",") return;
+    if (commas < 1 || commas > 3 || toks_[close - 1].text == ",") return;
     if (close + 1 >= toks_.size() || (toks_[close + 1].text != "," && toks_[close + 1].text != ")")) return;
     replace(toks_[open].begin, toks_[open].end, "__m2v::braced(");
     replace(toks_[close].begin, toks_[close].end, ")");
@@ -795,13 +790,8 @@ class Rewriter {
   // token of the declaration.
   std::optional<size_t> declarationEnd(size_t j) const {
     auto closing = [&](size_t open) -> std::optional<size_t> {
-      std::string_view o = toks_[open].text, c = o == "(" ? ")" : o == "{" ? "}" : "]";
-      int d = 0;
-      for (size_t k = open; k < toks_.size(); ++k) {
-        if (toks_[k].text == o) ++d;
-        if (toks_[k].text == c && --d == 0) return k;
-      }
-      return std::nullopt;
+      if (partner(open) == std::string_view::npos) return std::nullopt;
+      return partner(open);
     };
     std::string_view w = toks_[j].text;
     if (w == ";") return j;
@@ -879,13 +869,8 @@ class Rewriter {
         a.name = {};
       }
       if (j < toks_.size() && toks_[j].text == "(") {
-        int depth = 0;
-        size_t k = j;
-        for (; k < toks_.size(); ++k) {
-          if (toks_[k].text == "(") ++depth;
-          if (toks_[k].text == ")" && --depth == 0) break;
-        }
-        if (k >= toks_.size()) return std::nullopt;
+        size_t k = partner(j);
+        if (k == std::string_view::npos) return std::nullopt;
         a.hasArgs = true;
         a.argBegin = toks_[j].end;
         a.argEnd = toks_[k].begin;
