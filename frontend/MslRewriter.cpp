@@ -1,5 +1,8 @@
 #include "MslRewriter.h"
 
+#include <clang/Basic/LangOptions.h>
+#include <clang/Lex/Lexer.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -17,75 +20,77 @@ struct Token {
   std::string_view text;
 };
 
-bool isIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool isIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-// A small C++ lexer: enough to find identifiers, literals and punctuation; comments vanish. Preprocessor lines are
-// lexed like code so that macro bodies are rewritten too.
+// The tokens of a file, from clang's own lexer in raw mode (no preprocessor: directives and macro bodies are lexed
+// like code, so that they are rewritten too; comments vanish; line splices, raw strings, encoding prefixes, digit
+// separators and pp-numbers such as Metal's `1.0h` are clang's business). Two refinements keep the rules simple:
+// punctuators other than `::`, `->`, `&&` and `||` are one character each (`>>` closes two template argument
+// lists), and `[[` and `]]` written without a space are single tokens (an attribute list's brackets; the bracket
+// table below also reads `]]` as the end of two subscripts).
 std::vector<Token> lex(std::string_view s) {
   std::vector<Token> toks;
-  size_t i = 0, n = s.size();
+  if (s.empty()) return toks;
+  clang::LangOptions lang;
+  lang.CPlusPlus = lang.CPlusPlus11 = lang.CPlusPlus14 = lang.CPlusPlus17 = true;
+  lang.LineComment = true;
+  lang.Bool = true;
+  lang.Digraphs = false;
+  lang.DollarIdents = false;
+  clang::Lexer lexer(clang::SourceLocation(), lang, s.data(), s.data(), s.data() + s.size());
+  lexer.SetCommentRetentionState(false);
   auto push = [&](TokKind k, size_t b, size_t e) { toks.push_back({k, b, e, s.substr(b, e - b)}); };
-  while (i < n) {
-    char c = s[i];
-    if (std::isspace(static_cast<unsigned char>(c)) || c == '\\') {
-      ++i;
-    } else if (c == '/' && i + 1 < n && s[i + 1] == '/') {
-      while (i < n && s[i] != '\n') ++i;
-    } else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-      size_t e = s.find("*/", i + 2);
-      i = e == std::string_view::npos ? n : e + 2;
-    } else if (c == 'R' && i + 1 < n && s[i + 1] == '"') {  // raw string literal
-      size_t open = s.find('(', i + 2);
-      if (open == std::string_view::npos) {
-        push(TokKind::Punct, i, i + 1);
-        ++i;
-        continue;
-      }
-      std::string delim = ")" + std::string(s.substr(i + 2, open - i - 2)) + "\"";
-      size_t e = s.find(delim, open);
-      size_t end = e == std::string_view::npos ? n : e + delim.size();
-      push(TokKind::String, i, end);
-      i = end;
-    } else if (isIdentStart(c)) {
-      size_t b = i;
-      while (i < n && isIdentChar(s[i])) ++i;
-      // Encoding prefixes of string literals (u8"..", L'..') belong to the literal.
-      if (i < n && (s[i] == '"' || s[i] == '\'') &&
-          (s.substr(b, i - b) == "u8" || s.substr(b, i - b) == "u" || s.substr(b, i - b) == "U" ||
-           s.substr(b, i - b) == "L")) {
-        char q = s[i++];
-        while (i < n && s[i] != q && s[i] != '\n') i += (s[i] == '\\') ? 2 : 1;
-        i = std::min(n, i + 1);
-        push(TokKind::String, b, i);
-      } else {
-        push(TokKind::Identifier, b, i);
-      }
-    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-               (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
-      size_t b = i;
-      while (i < n && (isIdentChar(s[i]) || s[i] == '.' || s[i] == '\'' ||
-                       ((s[i] == '+' || s[i] == '-') &&
-                        (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P'))))
-        ++i;
-      push(TokKind::Number, b, i);
-    } else if (c == '"' || c == '\'') {
-      size_t b = i++;
-      while (i < n && s[i] != c && s[i] != '\n') i += (s[i] == '\\') ? 2 : 1;
-      i = std::min(n, i + 1);
-      push(TokKind::String, b, i);
+  clang::Token t;
+  while (true) {
+    lexer.LexFromRawLexer(t);
+    if (t.is(clang::tok::eof)) break;
+    size_t end = static_cast<size_t>(lexer.getBufferLocation() - s.data());
+    size_t begin = end - t.getLength();
+    // a token after a line splice starts, for clang, at the splice's backslash
+    while (begin < end && s[begin] == '\\') {
+      size_t k = begin + 1;
+      while (k < end && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r')) ++k;
+      if (k >= end || s[k] != '\n') break;
+      begin = k + 1;
+    }
+    if (t.is(clang::tok::raw_identifier)) {
+      push(TokKind::Identifier, begin, end);
+    } else if (t.is(clang::tok::numeric_constant)) {
+      push(TokKind::Number, begin, end);
+    } else if (clang::tok::isStringLiteral(t.getKind()) || t.isOneOf(clang::tok::char_constant,
+                                                                      clang::tok::wide_char_constant,
+                                                                      clang::tok::utf8_char_constant,
+                                                                      clang::tok::utf16_char_constant,
+                                                                      clang::tok::utf32_char_constant)) {
+      push(TokKind::String, begin, end);
+    } else if (t.is(clang::tok::unknown) && s.substr(begin, end - begin).find_first_not_of("\\ \t\r\n") ==
+                                                std::string_view::npos) {
+      // a stray backslash (a line splice clang did not take): nothing
     } else {
-      // Two-character punctuators that matter here; everything else is one character.
-      static constexpr std::array<std::string_view, 6> two = {"::", "->", "[[", "]]", "&&", "||"};
-      size_t len = 1;
-      for (std::string_view t : two)
-        if (s.substr(i, 2) == t) len = 2;
-      // `]]` is two tokens when it closes nested subscripts (a[b[i]]); the attribute scanner handles that case.
-      push(TokKind::Punct, i, i + len);
-      i += len;
+      static constexpr std::array<std::string_view, 4> kept = {"::", "->", "&&", "||"};
+      for (size_t i = begin; i < end;) {
+        size_t len = 1;
+        for (std::string_view k : kept)
+          if (s.substr(i, 2) == k && i + 2 <= end) len = 2;
+        push(TokKind::Punct, i, i + len);
+        i += len;
+      }
     }
   }
-  return toks;
+  // `[[` and `]]` with nothing between the brackets
+  std::vector<Token> out;
+  out.reserve(toks.size());
+  for (size_t k = 0; k < toks.size(); ++k) {
+    const Token& a = toks[k];
+    if (k + 1 < toks.size() && a.kind == TokKind::Punct && (a.text == "[" || a.text == "]") &&
+        toks[k + 1].text == a.text && toks[k + 1].begin == a.end) {
+      out.push_back({TokKind::Punct, a.begin, a.end + 1, s.substr(a.begin, 2)});
+      ++k;
+      continue;
+    }
+    out.push_back(a);
+  }
+  return out;
 }
 
 // The bracket matcher, the one every rule uses: for each `(`, `[`, `{`, `[[` the index of its closing token and for
