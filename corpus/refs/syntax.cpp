@@ -57,3 +57,17 @@ M2V_REF(syntax_mask_select) {
   auto& y = c.y("y");
   for (size_t i = 0; i < x.size(); ++i) y[i] = m[i] != 0 ? x[i] : -1.0;
 }
+
+// round half away from zero (std::round's rule)
+M2V_REF(syntax_round) {
+  const auto& x = c.x("x");
+  auto& y = c.y("y");
+  for (size_t i = 0; i < x.size(); ++i) y[i] = std::round(x[i]);
+}
+
+// floor(x) + 1 (exact in bfloat for |x| <= 50)
+M2V_REF(syntax_floor_plus_one) {
+  const auto& x = c.x("x");
+  auto& y = c.y("y");
+  for (size_t i = 0; i < x.size(); ++i) y[i] = std::floor(x[i]) + 1.0;
+}
