@@ -57,14 +57,12 @@ std::vector<Token> lex(std::string_view s) {
       push(TokKind::Identifier, begin, end);
     } else if (t.is(clang::tok::numeric_constant)) {
       push(TokKind::Number, begin, end);
-    } else if (clang::tok::isStringLiteral(t.getKind()) || t.isOneOf(clang::tok::char_constant,
-                                                                      clang::tok::wide_char_constant,
-                                                                      clang::tok::utf8_char_constant,
-                                                                      clang::tok::utf16_char_constant,
-                                                                      clang::tok::utf32_char_constant)) {
+    } else if (clang::tok::isStringLiteral(t.getKind()) ||
+               t.isOneOf(clang::tok::char_constant, clang::tok::wide_char_constant, clang::tok::utf8_char_constant,
+                         clang::tok::utf16_char_constant, clang::tok::utf32_char_constant)) {
       push(TokKind::String, begin, end);
-    } else if (t.is(clang::tok::unknown) && s.substr(begin, end - begin).find_first_not_of("\\ \t\r\n") ==
-                                                std::string_view::npos) {
+    } else if (t.is(clang::tok::unknown) &&
+               s.substr(begin, end - begin).find_first_not_of("\\ \t\r\n") == std::string_view::npos) {
       // a stray backslash (a line splice clang did not take): nothing
     } else {
       static constexpr std::array<std::string_view, 4> kept = {"::", "->", "&&", "||"};
@@ -249,8 +247,8 @@ class Rewriter {
                 prev(i, "volatile") ? std::string(toks_[i + 3].end - t.begin, ' ') : std::string("volatile"));
         i += 3;
       } else if (isVectorType(t.text) && braceDepth > 0 && i + 2 < toks_.size() &&
-                 toks_[i + 1].kind == TokKind::Identifier && toks_[i + 2].text == "(" && inCode() &&
-                 !prev(i, ".") && !prev(i, "->") && !prev(i, "::")) {
+                 toks_[i + 1].kind == TokKind::Identifier && toks_[i + 2].text == "(" && inCode() && !prev(i, ".") &&
+                 !prev(i, "->") && !prev(i, "::")) {
         // `int2 offsets(0, row);` in a function body: a vector variable initialized by a constructor
         std::string_view type = src_.substr(t.begin, t.end - t.begin);
         replace(toks_[i + 2].begin, toks_[i + 2].end, " = __m2v::vec_ctor<" + std::string(type) + ">(");
@@ -543,8 +541,7 @@ class Rewriter {
     if (open + 3 >= toks_.size() || toks_[open + 1].kind != TokKind::Identifier || toks_[open + 2].text != ")")
       return false;
     std::string_view name = toks_[open + 1].text;
-    if (name == "void" || isBuiltinTypeKeyword(name) || isAddressSpace(name) || name == "const" ||
-        name == "volatile")
+    if (name == "void" || isBuiltinTypeKeyword(name) || isAddressSpace(name) || name == "const" || name == "volatile")
       return false;  // C++ converts its own scalar types as Metal does
     if (open > 0) {
       const Token& p = toks_[open - 1];
@@ -591,8 +588,7 @@ class Rewriter {
           if (!close || close + 1 >= toks_.size() || (toks_[close + 1].text != "(" && toks_[close + 1].text != "::"))
             break;
           last = close;
-          if (toks_[close + 1].text == "::" && close + 2 < toks_.size() &&
-              toks_[close + 2].kind == TokKind::Identifier)
+          if (toks_[close + 1].text == "::" && close + 2 < toks_.size() && toks_[close + 2].kind == TokKind::Identifier)
             last = close + 2;
         } else {
           break;
@@ -772,9 +768,9 @@ class Rewriter {
         declBegin = k + 1;
         continue;
       }
-      if (w == ";" || (w == ":" && k > 0 &&
-                       (toks_[k - 1].text == "public" || toks_[k - 1].text == "private" ||
-                        toks_[k - 1].text == "protected"))) {
+      if (w == ";" ||
+          (w == ":" && k > 0 &&
+           (toks_[k - 1].text == "public" || toks_[k - 1].text == "private" || toks_[k - 1].text == "protected"))) {
         declBegin = k + 1;
         continue;
       }
