@@ -159,6 +159,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(ExpandMemoryIntrinsicsPass());
     fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
     fpm.addPass(llvm::InstCombinePass());
+    fpm.addPass(MergeSelectedAllocasPass());
     fpm.addPass(WideBoolVectorsPass());
     fpm.addPass(llvm::SimplifyCFGPass());
     fpm.addPass(ReplaceUnreachablePass());

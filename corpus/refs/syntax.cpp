@@ -71,3 +71,16 @@ M2V_REF(syntax_floor_plus_one) {
   auto& y = c.y("y");
   for (size_t i = 0; i < x.size(); ++i) y[i] = std::floor(x[i]) + 1.0;
 }
+
+// y[2g] = sum of x[g n + i] over even i, y[2g + 1] over odd i
+M2V_REF(syntax_alternate) {
+  const auto& x = c.x("x");
+  auto& y = c.y("y");
+  size_t n = size_t(c.i("n")), rows = x.size() / n;
+  for (size_t g = 0; g < rows; ++g) {
+    double even = 0, odd = 0;
+    for (size_t i = 0; i < n; ++i) (i % 2 ? odd : even) += x[g * n + i];
+    y[2 * g] = even;
+    y[2 * g + 1] = odd;
+  }
+}
