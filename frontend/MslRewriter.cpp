@@ -1,5 +1,8 @@
 #include "MslRewriter.h"
 
+#include <clang/Basic/LangOptions.h>
+#include <clang/Lex/Lexer.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -17,75 +20,105 @@ struct Token {
   std::string_view text;
 };
 
-bool isIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool isIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-// A small C++ lexer: enough to find identifiers, literals and punctuation; comments vanish. Preprocessor lines are
-// lexed like code so that macro bodies are rewritten too.
+// The tokens of a file, from clang's own lexer in raw mode (no preprocessor: directives and macro bodies are lexed
+// like code, so that they are rewritten too; comments vanish; line splices, raw strings, encoding prefixes, digit
+// separators and pp-numbers such as Metal's `1.0h` are clang's business). Two refinements keep the rules simple:
+// punctuators other than `::`, `->`, `&&` and `||` are one character each (`>>` closes two template argument
+// lists), and `[[` and `]]` written without a space are single tokens (an attribute list's brackets; the bracket
+// table below also reads `]]` as the end of two subscripts).
 std::vector<Token> lex(std::string_view s) {
   std::vector<Token> toks;
-  size_t i = 0, n = s.size();
+  if (s.empty()) return toks;
+  clang::LangOptions lang;
+  lang.CPlusPlus = lang.CPlusPlus11 = lang.CPlusPlus14 = lang.CPlusPlus17 = true;
+  lang.LineComment = true;
+  lang.Bool = true;
+  lang.Digraphs = false;
+  lang.DollarIdents = false;
+  clang::Lexer lexer(clang::SourceLocation(), lang, s.data(), s.data(), s.data() + s.size());
+  lexer.SetCommentRetentionState(false);
   auto push = [&](TokKind k, size_t b, size_t e) { toks.push_back({k, b, e, s.substr(b, e - b)}); };
-  while (i < n) {
-    char c = s[i];
-    if (std::isspace(static_cast<unsigned char>(c)) || c == '\\') {
-      ++i;
-    } else if (c == '/' && i + 1 < n && s[i + 1] == '/') {
-      while (i < n && s[i] != '\n') ++i;
-    } else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-      size_t e = s.find("*/", i + 2);
-      i = e == std::string_view::npos ? n : e + 2;
-    } else if (c == 'R' && i + 1 < n && s[i + 1] == '"') {  // raw string literal
-      size_t open = s.find('(', i + 2);
-      if (open == std::string_view::npos) {
-        push(TokKind::Punct, i, i + 1);
-        ++i;
-        continue;
-      }
-      std::string delim = ")" + std::string(s.substr(i + 2, open - i - 2)) + "\"";
-      size_t e = s.find(delim, open);
-      size_t end = e == std::string_view::npos ? n : e + delim.size();
-      push(TokKind::String, i, end);
-      i = end;
-    } else if (isIdentStart(c)) {
-      size_t b = i;
-      while (i < n && isIdentChar(s[i])) ++i;
-      // Encoding prefixes of string literals (u8"..", L'..') belong to the literal.
-      if (i < n && (s[i] == '"' || s[i] == '\'') &&
-          (s.substr(b, i - b) == "u8" || s.substr(b, i - b) == "u" || s.substr(b, i - b) == "U" ||
-           s.substr(b, i - b) == "L")) {
-        char q = s[i++];
-        while (i < n && s[i] != q && s[i] != '\n') i += (s[i] == '\\') ? 2 : 1;
-        i = std::min(n, i + 1);
-        push(TokKind::String, b, i);
-      } else {
-        push(TokKind::Identifier, b, i);
-      }
-    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-               (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
-      size_t b = i;
-      while (i < n && (isIdentChar(s[i]) || s[i] == '.' || s[i] == '\'' ||
-                       ((s[i] == '+' || s[i] == '-') &&
-                        (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P'))))
-        ++i;
-      push(TokKind::Number, b, i);
-    } else if (c == '"' || c == '\'') {
-      size_t b = i++;
-      while (i < n && s[i] != c && s[i] != '\n') i += (s[i] == '\\') ? 2 : 1;
-      i = std::min(n, i + 1);
-      push(TokKind::String, b, i);
+  clang::Token t;
+  while (true) {
+    lexer.LexFromRawLexer(t);
+    if (t.is(clang::tok::eof)) break;
+    size_t end = static_cast<size_t>(lexer.getBufferLocation() - s.data());
+    size_t begin = end - t.getLength();
+    // a token after a line splice starts, for clang, at the splice's backslash
+    while (begin < end && s[begin] == '\\') {
+      size_t k = begin + 1;
+      while (k < end && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r')) ++k;
+      if (k >= end || s[k] != '\n') break;
+      begin = k + 1;
+    }
+    if (t.is(clang::tok::raw_identifier)) {
+      push(TokKind::Identifier, begin, end);
+    } else if (t.is(clang::tok::numeric_constant)) {
+      push(TokKind::Number, begin, end);
+    } else if (clang::tok::isStringLiteral(t.getKind()) ||
+               t.isOneOf(clang::tok::char_constant, clang::tok::wide_char_constant, clang::tok::utf8_char_constant,
+                         clang::tok::utf16_char_constant, clang::tok::utf32_char_constant)) {
+      push(TokKind::String, begin, end);
+    } else if (t.is(clang::tok::unknown) &&
+               s.substr(begin, end - begin).find_first_not_of("\\ \t\r\n") == std::string_view::npos) {
+      // a stray backslash (a line splice clang did not take): nothing
     } else {
-      // Two-character punctuators that matter here; everything else is one character.
-      static constexpr std::array<std::string_view, 6> two = {"::", "->", "[[", "]]", "&&", "||"};
-      size_t len = 1;
-      for (std::string_view t : two)
-        if (s.substr(i, 2) == t) len = 2;
-      // `]]` is two tokens when it closes nested subscripts (a[b[i]]); the attribute scanner handles that case.
-      push(TokKind::Punct, i, i + len);
-      i += len;
+      static constexpr std::array<std::string_view, 4> kept = {"::", "->", "&&", "||"};
+      for (size_t i = begin; i < end;) {
+        size_t len = 1;
+        for (std::string_view k : kept)
+          if (s.substr(i, 2) == k && i + 2 <= end) len = 2;
+        push(TokKind::Punct, i, i + len);
+        i += len;
+      }
     }
   }
-  return toks;
+  // `[[` and `]]` with nothing between the brackets
+  std::vector<Token> out;
+  out.reserve(toks.size());
+  for (size_t k = 0; k < toks.size(); ++k) {
+    const Token& a = toks[k];
+    if (k + 1 < toks.size() && a.kind == TokKind::Punct && (a.text == "[" || a.text == "]") &&
+        toks[k + 1].text == a.text && toks[k + 1].begin == a.end) {
+      out.push_back({TokKind::Punct, a.begin, a.end + 1, s.substr(a.begin, 2)});
+      ++k;
+      continue;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+// The bracket matcher, the one every rule uses: for each `(`, `[`, `{`, `[[` the index of its closing token and for
+// each closer its opener (npos where unbalanced: a stray closer in a macro body matches nothing). A `]]` that closes
+// two subscripts (`a[b[i]]`) is the partner of both `[`; the `]]` itself points at the inner one.
+std::vector<size_t> matchBrackets(const std::vector<Token>& toks) {
+  std::vector<size_t> partner(toks.size(), std::string_view::npos);
+  std::vector<size_t> open;
+  auto closes = [](std::string_view o, std::string_view c) {
+    return (o == "(" && c == ")") || (o == "[" && (c == "]" || c == "]]")) || (o == "{" && c == "}") ||
+           (o == "[[" && c == "]]");
+  };
+  for (size_t k = 0; k < toks.size(); ++k) {
+    if (toks[k].kind != TokKind::Punct) continue;
+    std::string_view t = toks[k].text;
+    if (t == "(" || t == "[" || t == "{" || t == "[[") {
+      open.push_back(k);
+    } else if (t == ")" || t == "]" || t == "}" || t == "]]") {
+      // an unbalanced closer (a stray one in a macro body) pops nothing it does not match
+      if (open.empty() || !closes(toks[open.back()].text, t)) continue;
+      partner[open.back()] = k;
+      partner[k] = open.back();
+      open.pop_back();
+      if (t == "]]" && toks[partner[k]].text == "[" && !open.empty() && toks[open.back()].text == "[") {
+        partner[open.back()] = k;
+        open.pop_back();
+      }
+    }
+  }
+  return partner;
 }
 
 constexpr std::array<std::string_view, 26> kBuiltinAttributes = {"dispatch_quadgroups_per_threadgroup",
@@ -139,7 +172,7 @@ bool isBuiltinTypeKeyword(std::string_view n) {
 class Rewriter {
  public:
   Rewriter(std::string_view src, RewriteContext& context, std::string_view path = {})
-      : src_(src), toks_(lex(src)), context_(context) {
+      : src_(src), toks_(lex(src)), partner_(matchBrackets(toks_)), context_(context) {
     if (auto it = context.boolSwizzles.find(path); it != context.boolSwizzles.end()) boolSwizzles_ = &it->second;
   }
 
@@ -166,7 +199,9 @@ class Rewriter {
         }
         if (t.text == "(") ++parenDepth;
         if (t.text == ")") parenDepth = std::max(0, parenDepth - 1);
-        if (t.text == "?") {
+        if (t.text == "(" && isCStyleCast(i)) {
+          rewriteCStyleCast(i);
+        } else if (t.text == "?") {
           wrapConditionalOperands(i);
         } else if (t.text == "{" && parenDepth > 0 && i > 0 && (toks_[i - 1].text == "(" || toks_[i - 1].text == ",")) {
           rewriteBracedArgument(i);
@@ -190,7 +225,7 @@ class Rewriter {
         rewriteBoolSwizzle(i);
         continue;
       }
-      if (t.text == "kernel" && next(i, "void")) {
+      if (t.text == "kernel" && isKernelKeyword(i)) {
         replace(t.begin, t.end, "__attribute__((annotate(\"m2v.kernel\")))");
       } else if (t.text == "threadgroup" && braceDepth > 0 && parenDepth == 0 && startsStatement(i) &&
                  !declaresPointer(i + 1)) {
@@ -212,8 +247,8 @@ class Rewriter {
                 prev(i, "volatile") ? std::string(toks_[i + 3].end - t.begin, ' ') : std::string("volatile"));
         i += 3;
       } else if (isVectorType(t.text) && braceDepth > 0 && i + 2 < toks_.size() &&
-                 toks_[i + 1].kind == TokKind::Identifier && toks_[i + 2].text == "(" && inCode() &&
-                 !prev(i, ".") && !prev(i, "->") && !prev(i, "::")) {
+                 toks_[i + 1].kind == TokKind::Identifier && toks_[i + 2].text == "(" && inCode() && !prev(i, ".") &&
+                 !prev(i, "->") && !prev(i, "::")) {
         // `int2 offsets(0, row);` in a function body: a vector variable initialized by a constructor
         std::string_view type = src_.substr(t.begin, t.end - t.begin);
         replace(toks_[i + 2].begin, toks_[i + 2].end, " = __m2v::vec_ctor<" + std::string(type) + ">(");
@@ -401,14 +436,8 @@ class Rewriter {
     while (k > 0) {
       std::string_view w = toks_[k - 1].text;
       if (w == ")" || w == "]") {
-        std::string_view open = w == ")" ? "(" : "[";
-        int depth = 0;
-        size_t j = k - 1;
-        for (;; --j) {
-          if (toks_[j].text == w) ++depth;
-          if (toks_[j].text == open && --depth == 0) break;
-          if (j == 0) return;
-        }
+        size_t j = partner(k - 1);
+        if (j == std::string_view::npos) return;
         k = j;
         if (k > 0 && (toks_[k - 1].kind == TokKind::Identifier || toks_[k - 1].text == "]" ||
                       toks_[k - 1].text == ")" || toks_[k - 1].text == ">"))
@@ -467,16 +496,15 @@ class Rewriter {
     // the `(` must open a call: after a name, a template argument list, `)` or `]`
     size_t paren = open - 1;
     if (toks_[paren].text == ",") {
-      int depth = 0;
+      // the bracket that encloses the `,`: back over whole bracketed groups
       while (paren > 0) {
         --paren;
         std::string_view w = toks_[paren].text;
-        if (w == ")" || w == "]" || w == "}") ++depth;
-        if (w == "(" || w == "[" || w == "{") {
-          if (depth == 0) break;
-          --depth;
+        if ((w == ")" || w == "]" || w == "}") && partner(paren) != std::string_view::npos) {
+          paren = partner(paren);
+          continue;
         }
-        if (depth == 0 && w == ";") return;
+        if (w == "(" || w == "[" || w == "{" || w == ";") break;
       }
       if (toks_[paren].text != "(") return;
     }
@@ -485,24 +513,120 @@ class Rewriter {
     if (toks_[paren - 1].kind != TokKind::Identifier && callee != ">" && callee != ")" && callee != "]") return;
     if (callee == "if" || callee == "while" || callee == "for" || callee == "switch" || callee == "return" ||
         callee == "sizeof" || callee == "decltype") return;
-    int depth = 0, commas = 0;
-    size_t close = open;
-    for (size_t k = open; k < toks_.size(); ++k) {
+    size_t close = partner(open);
+    if (close == std::string_view::npos) return;
+    int commas = 0;
+    for (size_t k = open + 1; k < close; ++k) {
       std::string_view w = toks_[k].text;
-      if (w == "(" || w == "[" || w == "{") ++depth;
-      if (w == ")" || w == "]" || w == "}") {
-        if (--depth == 0) {
-          close = k;
-          break;
-        }
+      if ((w == "(" || w == "[" || w == "{" || w == "[[") && partner(k) != std::string_view::npos) {
+        k = partner(k);
+        continue;
       }
-      if (depth == 1 && w == ",") ++commas;
-      if (w == ";" || (depth == 1 && (w == "." || w == "=") && k == open + 1)) return;  // a block or designators
+      if (w == ",") ++commas;
+      if (w == ";" || ((w == "." || w == "=") && k == open + 1)) return;  // a block or designators
     }
-    if (close == open || commas < 1 || commas > 3 || toks_[close - 1].text == ",") return;
+    if (commas < 1 || commas > 3 || toks_[close - 1].text == ",") return;
     if (close + 1 >= toks_.size() || (toks_[close + 1].text != "," && toks_[close + 1].text != ")")) return;
     replace(toks_[open].begin, toks_[open].end, "__m2v::braced(");
     replace(toks_[close].begin, toks_[close].end, ")");
+  }
+
+  size_t partner(size_t k) const { return partner_[k]; }
+
+  // `(T) x`: a C-style cast to a single name T. Metal converts vectors element-wise and half <-> bfloat by value
+  // through it; C++ bit-casts or rejects both. Without types the rewriter tells a cast from a parenthesized name by
+  // what follows: a name, a literal or `(` (`(T) x`, `(half4) 1.0f`, `(float4)(a + b)`); and by what precedes: not
+  // a name (a call, `if (c) x = 1;`) except `return`.
+  bool isCStyleCast(size_t open) const {
+    if (open + 3 >= toks_.size() || toks_[open + 1].kind != TokKind::Identifier || toks_[open + 2].text != ")")
+      return false;
+    std::string_view name = toks_[open + 1].text;
+    if (name == "void" || isBuiltinTypeKeyword(name) || isAddressSpace(name) || name == "const" || name == "volatile")
+      return false;  // C++ converts its own scalar types as Metal does
+    if (open > 0) {
+      const Token& p = toks_[open - 1];
+      if (p.kind == TokKind::Identifier && p.text != "return") return false;
+      // after `)` only as the operand of another cast: `(float4)(half4) x`
+      if (p.text == ")" && !(partner(open - 1) != std::string_view::npos && isCStyleCast(partner(open - 1))))
+        return false;
+      if (p.kind == TokKind::Number || p.kind == TokKind::String || p.text == "]" || p.text == ">" || p.text == "#")
+        return false;
+    }
+    const Token& n = toks_[open + 3];
+    if (n.kind == TokKind::Identifier)
+      return !(n.text == "const" || n.text == "volatile" || n.text == "override" || n.text == "noexcept" ||
+               isAddressSpace(n.text));
+    if (n.kind == TokKind::Number) return true;
+    // `(T)(x)`: a call through a parenthesized name is rare enough in Metal code to read this as a cast
+    return n.text == "(";
+  }
+
+  // The last token of the operand of a cast that starts at token `k`: a name (qualified, with a template argument
+  // list before `(` or `::`), a literal or a parenthesized expression, then calls, subscripts, member accesses and
+  // postfix increments; a cast of a cast takes the inner cast's operand. npos when it is none of these.
+  size_t castOperandEnd(size_t k) const {
+    if (k >= toks_.size()) return std::string_view::npos;
+    size_t last;
+    if (toks_[k].text == "(") {
+      if (partner(k) == std::string_view::npos) return std::string_view::npos;
+      // a cast of a cast, also to one of C++'s own types: `(bfloat)(half)(float) x`
+      bool builtinCast = partner(k) == k + 2 && toks_[k + 1].kind == TokKind::Identifier &&
+                         isBuiltinTypeKeyword(toks_[k + 1].text) && k + 3 < toks_.size() &&
+                         (toks_[k + 3].kind == TokKind::Identifier || toks_[k + 3].kind == TokKind::Number ||
+                          toks_[k + 3].text == "(");
+      if (builtinCast || isCStyleCast(k)) return castOperandEnd(partner(k) + 1);
+      last = partner(k);
+    } else if (toks_[k].kind == TokKind::Number) {
+      last = k;
+    } else if (toks_[k].kind == TokKind::Identifier) {
+      last = k;
+      while (true) {
+        if (last + 2 < toks_.size() && toks_[last + 1].text == "::" && toks_[last + 2].kind == TokKind::Identifier) {
+          last += 2;
+        } else if (last + 1 < toks_.size() && toks_[last + 1].text == "<") {
+          size_t close = matchAngle(last + 1);
+          if (!close || close + 1 >= toks_.size() || (toks_[close + 1].text != "(" && toks_[close + 1].text != "::"))
+            break;
+          last = close;
+          if (toks_[close + 1].text == "::" && close + 2 < toks_.size() && toks_[close + 2].kind == TokKind::Identifier)
+            last = close + 2;
+        } else {
+          break;
+        }
+      }
+    } else {
+      return std::string_view::npos;
+    }
+    while (last + 1 < toks_.size()) {
+      std::string_view w = toks_[last + 1].text;
+      if ((w == "(" || w == "[") && partner(last + 1) != std::string_view::npos) {
+        last = partner(last + 1);
+      } else if ((w == "." || w == "->") && last + 2 < toks_.size() && toks_[last + 2].kind == TokKind::Identifier) {
+        last += 2;
+      } else {
+        break;
+      }
+    }
+    return last;
+  }
+
+  void rewriteCStyleCast(size_t open) {
+    size_t end = castOperandEnd(open + 3);
+    if (end == std::string_view::npos) return;
+    replace(toks_[open].begin, toks_[open + 2].end, "__m2v::c_cast_<" + std::string(toks_[open + 1].text) + ">(");
+    replace(toks_[end].end, toks_[end].end, ")");
+  }
+
+  // `kernel` is a Metal keyword wherever it is a word of its own: before `void`, before a type named by a typedef or
+  // `decltype` in an explicit instantiation (`template [[host_name("k")]] kernel k_t k<float>;`), after `extern` or
+  // `static`. Only a member access or a qualified name spells another `kernel`; in a directive it is a macro's name.
+  bool isKernelKeyword(size_t i) const {
+    if (prev(i, ".") || prev(i, "->") || prev(i, "::") || prev(i, "#") || prev(i, "define") || prev(i, "undef") ||
+        prev(i, "ifdef") || prev(i, "ifndef") || prev(i, "defined") || prev(i, "(") || prev(i, ","))
+      return false;
+    if (i + 1 >= toks_.size()) return false;
+    const Token& n = toks_[i + 1];
+    return n.kind == TokKind::Identifier || n.text == "::" || n.text == "[[";
   }
 
   bool next(size_t i, std::string_view text) const { return i + 1 < toks_.size() && toks_[i + 1].text == text; }
@@ -626,24 +750,49 @@ class Rewriter {
     if (j == q) return std::nullopt;
     std::optional<size_t> end = declarationEnd(j);
     if (!end) return std::nullopt;
-    bool seen = !seenMethods_.insert({scopes_.back(), key}).second;
+    bool seen = !seenMethods_.insert({scopes_.back(), key}).second || hasUnqualifiedTwin(scopes_.back(), begin, key);
     if (!seen) return std::nullopt;  // the first of its kind: keep it (the caller drops the qualifier)
     replace(toks_[begin].begin, toks_[*end].end,
             linesOf(toks_[begin].begin, toks_[*end].end));
     return *end;
   }
 
+  // Whether the class body that opens at `scope` declares, before token `before`, a method or constructor without an
+  // address-space qualifier whose declaration reads `key` (`MD() = default;` before `MD() threadgroup = default;`).
+  bool hasUnqualifiedTwin(size_t scope, size_t before, const std::string& key) const {
+    size_t declBegin = scope + 1;
+    for (size_t k = scope + 1; k < before; ++k) {
+      std::string_view w = toks_[k].text;
+      if (w == "{" && partner(k) != std::string_view::npos) {  // a body or a nested class: skip it
+        k = partner(k);
+        declBegin = k + 1;
+        continue;
+      }
+      if (w == ";" ||
+          (w == ":" && k > 0 &&
+           (toks_[k - 1].text == "public" || toks_[k - 1].text == "private" || toks_[k - 1].text == "protected"))) {
+        declBegin = k + 1;
+        continue;
+      }
+      if (w != "(" || partner(k) == std::string_view::npos) continue;
+      size_t after = partner(k) + 1;
+      while (after < toks_.size() && (toks_[after].text == "const" || toks_[after].text == "volatile")) ++after;
+      if (after >= toks_.size() || isAddressSpace(toks_[after].text)) continue;
+      std::string_view n = toks_[after].text;
+      if (n != "{" && n != ";" && n != ":" && n != "=") continue;
+      std::string twin;
+      for (size_t t = declBegin; t < after; ++t) twin += std::string(toks_[t].text) + " ";
+      if (twin == key) return true;
+    }
+    return false;
+  }
+
   // From the token after a declarator (`{`, `;`, `:` of a constructor's initializers, `=` of `= default`), the last
   // token of the declaration.
   std::optional<size_t> declarationEnd(size_t j) const {
     auto closing = [&](size_t open) -> std::optional<size_t> {
-      std::string_view o = toks_[open].text, c = o == "(" ? ")" : o == "{" ? "}" : "]";
-      int d = 0;
-      for (size_t k = open; k < toks_.size(); ++k) {
-        if (toks_[k].text == o) ++d;
-        if (toks_[k].text == c && --d == 0) return k;
-      }
-      return std::nullopt;
+      if (partner(open) == std::string_view::npos) return std::nullopt;
+      return partner(open);
     };
     std::string_view w = toks_[j].text;
     if (w == ";") return j;
@@ -721,13 +870,8 @@ class Rewriter {
         a.name = {};
       }
       if (j < toks_.size() && toks_[j].text == "(") {
-        int depth = 0;
-        size_t k = j;
-        for (; k < toks_.size(); ++k) {
-          if (toks_[k].text == "(") ++depth;
-          if (toks_[k].text == ")" && --depth == 0) break;
-        }
-        if (k >= toks_.size()) return std::nullopt;
+        size_t k = partner(j);
+        if (k == std::string_view::npos) return std::nullopt;
         a.hasArgs = true;
         a.argBegin = toks_[j].end;
         a.argEnd = toks_[k].begin;
@@ -821,7 +965,14 @@ class Rewriter {
       if (e.begin < pos) continue;  // overlapping edits cannot happen by construction; be safe
       out.text.append(src_.substr(pos, e.begin - pos));
       size_t rb = out.text.size();
-      out.text += e.text;
+      // Metal writes attributes straight after a name (`x[[buffer(0)]]`): a replacement that starts or ends with a
+      // name must not fuse with the name beside it.
+      std::string text = e.text;
+      if (!text.empty() && isIdentChar(text.front()) && !out.text.empty() && isIdentChar(out.text.back()))
+        text.insert(text.begin(), ' ');
+      if (!text.empty() && isIdentChar(text.back()) && e.end < src_.size() && isIdentChar(src_[e.end]))
+        text.push_back(' ');
+      out.text += text;
       out.edits.push_back({rb, out.text.size(), e.begin, e.end});
       pos = e.end;
     }
@@ -836,6 +987,7 @@ class Rewriter {
   };
   std::string_view src_;
   std::vector<Token> toks_;
+  std::vector<size_t> partner_;  // matchBrackets(toks_)
   std::vector<PendingEdit> pending_;
   RewriteContext& context_;
   const std::set<size_t>* boolSwizzles_ = nullptr;  // this file's, when the front end found any

@@ -2,8 +2,9 @@
 //
 // Metal's `[[...]]` attributes, the `kernel` keyword, threadgroup variables declared in function bodies, address-space
 // method qualifiers and vector constructors have no C++17 spelling; docs/STDLIB.md lists what each becomes. The rewrite
-// works on raw tokens (so it also reaches `#define` bodies such as MLX's `instantiate_kernel`) and never adds or
-// removes a line break, so line numbers stay exact; `originalColumn` maps columns back for diagnostics.
+// works on the tokens of clang's raw lexer (so it also reaches `#define` bodies such as MLX's `instantiate_kernel`),
+// with one bracket table for the whole file, and never adds or removes a line break, so line numbers stay exact;
+// `originalColumn` maps columns back for diagnostics.
 #pragma once
 
 #include <cstddef>

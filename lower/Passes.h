@@ -57,6 +57,16 @@ struct IntrinsicAttributesPass : llvm::PassInfoMixin<IntrinsicAttributesPass> {
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
 };
 
+// Thread variables that one pointer (a phi or select) may point into become elements of one array.
+struct MergeSelectedAllocasPass : llvm::PassInfoMixin<MergeSelectedAllocasPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
+// Bool vectors of more than four lanes become integers with a bit per lane (SPIR-V vectors have 2 to 4).
+struct WideBoolVectorsPass : llvm::PassInfoMixin<WideBoolVectorsPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
 // memcpy/memmove/memset become explicit loads and stores (SPIR-V has no such operations for our pointers).
 struct ExpandMemoryIntrinsicsPass : llvm::PassInfoMixin<ExpandMemoryIntrinsicsPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);

@@ -159,6 +159,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(ExpandMemoryIntrinsicsPass());
     fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
     fpm.addPass(llvm::InstCombinePass());
+    fpm.addPass(MergeSelectedAllocasPass());
+    fpm.addPass(WideBoolVectorsPass());
     llvm::ModulePassManager mpm;
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
     // Wide device accesses need resolved address spaces and add a branch the structurizer must see.

@@ -222,16 +222,19 @@ Id Emitter::emitLLVMIntrinsic(const llvm::CallInst& call, llvm::Intrinsic::ID id
       return done(st->isFloatTy() ? r : b_.op(Op::OpFConvert, typeOf(t), {r}));
     }
     case llvm::Intrinsic::round: {
-      // Halfway cases away from zero (GLSL's Round leaves them to the implementation).
-      if (t->getScalarType()->isBFloatTy()) unsupported(&call, "round() on bfloat");
-      Id x = arg(0);
-      Id tr = glsl(typeOf(t), GLSL::Trunc, {x});
-      Id frac = glsl(typeOf(t), GLSL::FAbs, {b_.op(Op::OpFSub, typeOf(t), {x, tr})});
-      llvm::Type* bt = withElement(t, llvm::Type::getInt1Ty(ctx));
-      Id half = constantValue(llvm::ConstantFP::get(t, 0.5));
+      // Halfway cases away from zero (GLSL's Round leaves them to the implementation). bfloat (the builtin `round`
+      // a template reaches for a bfloat argument) rounds in float: a bfloat rounded to an integer is a bfloat.
+      bool bf = t->getScalarType()->isBFloatTy();
+      llvm::Type* rt = bf ? withElement(t, llvm::Type::getFloatTy(ctx)) : t;
+      Id x = bf ? bfloatToFloat(arg(0), t) : arg(0);
+      Id tr = glsl(typeOf(rt), GLSL::Trunc, {x});
+      Id frac = glsl(typeOf(rt), GLSL::FAbs, {b_.op(Op::OpFSub, typeOf(rt), {x, tr})});
+      llvm::Type* bt = withElement(rt, llvm::Type::getInt1Ty(ctx));
+      Id half = constantValue(llvm::ConstantFP::get(rt, 0.5));
       Id away = b_.op(Op::OpFOrdGreaterThanEqual, typeOf(bt), {frac, half});
-      Id step = b_.op(Op::OpFAdd, typeOf(t), {tr, glsl(typeOf(t), GLSL::FSign, {x})});
-      return done(b_.op(Op::OpSelect, typeOf(t), {away, step, tr}));
+      Id step = b_.op(Op::OpFAdd, typeOf(rt), {tr, glsl(typeOf(rt), GLSL::FSign, {x})});
+      Id r = b_.op(Op::OpSelect, typeOf(rt), {away, step, tr});
+      return done(bf ? floatToBfloat(r, t) : r);
     }
     case llvm::Intrinsic::copysign: {
       llvm::Type* it = withElement(t, llvm::Type::getIntNTy(ctx, t->getScalarSizeInBits()));

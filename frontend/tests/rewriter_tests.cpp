@@ -58,7 +58,9 @@ TEST(Rewriter, AddressSpaceOverloadsKeepTheFirst) {
 }
 
 TEST(Rewriter, AttributeListInAMacroKeepsItsLineContinuations) {
-  std::string src = "#define inst(name, f, ...) \\\n  template [[host_name( \\\n    name)]] [[kernel]] decltype(f<__VA_ARGS__>) f<__VA_ARGS__>;\n";
+  std::string src =
+      "#define inst(name, f, ...) \\\n  template [[host_name( \\\n    name)]] [[kernel]] decltype(f<__VA_ARGS__>) "
+      "f<__VA_ARGS__>;\n";
   std::string out = rewrite(src);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;
   EXPECT_EQ(out.find("\n\n"), std::string::npos) << out;  // no line of the macro left without its backslash
@@ -78,8 +80,8 @@ TEST(Rewriter, VectorConversionsThroughNamesAndBraces) {
 TEST(Rewriter, ConditionalOperandsBecomeValues) {
   EXPECT_EQ(rewrite("x = c ? tg[i] : op.init;"), "x = c ? __m2v::value(tg[i]) : __m2v::value(op.init);");
   EXPECT_EQ(rewrite("x = c ? 1 : 2;"), "x = c ? 1 : 2;");
-  EXPECT_EQ(rewrite("{ c ? f() : g(); }"), "{ c ? f() : g(); }");       // a statement: maybe void
-  EXPECT_EQ(rewrite("A<t ? B : C> m;"), "A<t ? B : C> m;");               // a template argument
+  EXPECT_EQ(rewrite("{ c ? f() : g(); }"), "{ c ? f() : g(); }");  // a statement: maybe void
+  EXPECT_EQ(rewrite("A<t ? B : C> m;"), "A<t ? B : C> m;");        // a template argument
   EXPECT_EQ(rewrite("y = c ? cast<U>(r) : z;"), "y = c ? __m2v::value(cast<U>(r)) : __m2v::value(z);");
 }
 
@@ -100,8 +102,55 @@ TEST(Rewriter, CoherentBecomesVolatile) {
 TEST(Rewriter, KernelKeywordAndAttribute) {
   EXPECT_EQ(rewrite("kernel void f()"), "__attribute__((annotate(\"m2v.kernel\"))) void f()");
   EXPECT_EQ(rewrite("[[kernel]] void f()"), "__attribute__((annotate(\"m2v.kernel\"))) void f()");
-  // `kernel` as an ordinary name is left alone when no `void` follows.
+  // `kernel` as an ordinary name is left alone when no type follows.
   EXPECT_EQ(rewrite("int kernel = 3;"), "int kernel = 3;");
+  EXPECT_EQ(rewrite("s.kernel k;"), "s.kernel k;");
+}
+
+TEST(Rewriter, KernelKeywordBeforeATypedefOrDecltype) {
+  // a kernel instantiated through a function typedef or decltype: `kernel` precedes a type name, not `void`
+  EXPECT_EQ(rewrite("template [[host_name(\"k_f\")]] kernel k_t k<float>;"),
+            "template __attribute__((annotate(\"m2v.host_name\", \"k_f\"))) "
+            "__attribute__((annotate(\"m2v.kernel\"))) k_t k<float>;");
+  EXPECT_EQ(rewrite("template kernel decltype(k<half>) k<half>;"),
+            "template __attribute__((annotate(\"m2v.kernel\"))) decltype(k<half>) k<half>;");
+  EXPECT_EQ(rewrite("extern kernel ns::k_t k;"), "extern __attribute__((annotate(\"m2v.kernel\"))) ns::k_t k;");
+  // a macro named `kernel` stays a macro
+  EXPECT_EQ(rewrite("#define kernel x\n#ifdef kernel\n"), "#define kernel x\n#ifdef kernel\n");
+}
+
+TEST(Rewriter, CStyleCastsToANameConvertAsMetalDoes) {
+  // `(T) x` to a single name: vectors element-wise, half <-> bfloat by value (__m2v::c_cast_)
+  EXPECT_EQ(rewrite("y = (float4) h;"), "y = __m2v::c_cast_<float4>( h);");
+  EXPECT_EQ(rewrite("y = (q4_t) q4[i].xy;"), "y = __m2v::c_cast_<q4_t>( q4[i].xy);");
+  EXPECT_EQ(rewrite("return (type4)(*(src + il)) * s;"), "return __m2v::c_cast_<type4>((*(src + il))) * s;");
+  EXPECT_EQ(rewrite("m = f((o_t) 0.0f);"), "m = f(__m2v::c_cast_<o_t>( 0.0f));");
+  EXPECT_EQ(rewrite("y = (float4)(half4) p->v;"), "y = __m2v::c_cast_<float4>(__m2v::c_cast_<half4>( p->v));");
+  EXPECT_EQ(rewrite("y = (float4) as_type<half4>(u) + 1;"), "y = __m2v::c_cast_<float4>( as_type<half4>(u)) + 1;");
+  // not casts: C++'s own scalar types, calls, conditions, parenthesized operands of a binary operator
+  EXPECT_EQ(rewrite("y = (float) x + (uint) n;"), "y = (float) x + (uint) n;");
+  EXPECT_EQ(rewrite("if (c) x = 1; f(a) (b); y = (a) + b;"), "if (c) x = 1; f(a) (b); y = (a) + b;");
+  EXPECT_EQ(rewrite("void g(T) const;"), "void g(T) const;");
+}
+
+TEST(Rewriter, AddressSpaceOverloadBesideAnUnqualifiedOne) {
+  // `MD() = default;` then `MD() threadgroup = default;`: the unqualified one serves every address space
+  std::string out = rewrite("struct MD {\n  constexpr MD() = default;\n  constexpr MD() threadgroup = default;\n};");
+  EXPECT_EQ(out, "struct MD {\n  constexpr MD() = default;\n  \n};") << out;
+}
+
+TEST(Rewriter, AttributeWrittenStraightAfterTheName) {
+  // `x[[attr]]` without a space: the annotation must not fuse with the name
+  EXPECT_EQ(rewrite("uint3 tgpig[[threadgroup_position_in_grid]]"),
+            "uint3 tgpig __attribute__((annotate(\"m2v.builtin\", \"threadgroup_position_in_grid\")))");
+  EXPECT_EQ(rewrite("constant bool has_bias[[function_constant(1)]];"),
+            "__M2V_CONSTANT_SPACE bool has_bias __attribute__((annotate(\"m2v.function_constant\", 1)));");
+  EXPECT_EQ(rewrite("f(device float* b[[buffer(2)]], uint i[[thread_index_in_simdgroup]])"),
+            "f(device float* b __attribute__((annotate(\"m2v.buffer\", 2))), uint i "
+            "__attribute__((annotate(\"m2v.builtin\", \"thread_index_in_simdgroup\"))))");
+  EXPECT_EQ(rewrite("template[[host_name(\"k\")]]kernel void k<int>(int);"),
+            "template __attribute__((annotate(\"m2v.host_name\", \"k\")))__attribute__((annotate(\"m2v.kernel\"))) "
+            "void k<int>(int);");
 }
 
 TEST(Rewriter, HostNameInExplicitInstantiationAndMacroBody) {
@@ -147,7 +196,7 @@ TEST(Rewriter, VectorConstructorsKeepMetalSemantics) {
 TEST(Rewriter, ArrayParametersInAnAddressSpaceArePointers) {
   EXPECT_EQ(rewrite("int f(constant const int shape[4], device float* x) {"),
             "int f(constant const int * shape, device float* x) {");
-  EXPECT_EQ(rewrite("g(x[3], y)"), "g(x[3], y)");           // an expression, not a declaration
+  EXPECT_EQ(rewrite("g(x[3], y)"), "g(x[3], y)");                  // an expression, not a declaration
   EXPECT_EQ(rewrite("void h(int a[2]) {"), "void h(int a[2]) {");  // no address space: C++ already decays it
 }
 

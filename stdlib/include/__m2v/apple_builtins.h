@@ -36,11 +36,13 @@ __M2V_BUILTIN1M(exp10) __M2V_BUILTIN1M(exp2) __M2V_BUILTIN1(floor, floor) __M2V_
 __M2V_BUILTIN1M(log) __M2V_BUILTIN1M(log10) __M2V_BUILTIN1M(log2) __M2V_BUILTIN1(rint, rint)
 __M2V_BUILTIN1(round, round) __M2V_BUILTIN1(rsqrt, rsqrt) __M2V_BUILTIN1M(sin) __M2V_BUILTIN1M(sinh)
 __M2V_BUILTIN1M(sinpi) __M2V_BUILTIN1(sqrt, sqrt) __M2V_BUILTIN1M(tan) __M2V_BUILTIN1M(tanh)
-__M2V_BUILTIN1M(tanpi) __M2V_BUILTIN1(trunc, trunc) __M2V_BUILTIN1(erf, erf) __M2V_BUILTIN1M(log1p)
+__M2V_BUILTIN1M(tanpi) __M2V_BUILTIN1(trunc, trunc)
 __M2V_BUILTIN2M(atan2) __M2V_BUILTIN2(divide, divide) __M2V_BUILTIN2(fmax, fmax) __M2V_BUILTIN2(fmin, fmin)
 __M2V_BUILTIN2(fmod, fmod) __M2V_BUILTIN2(nextafter, nextafter) __M2V_BUILTIN2M(pow) __M2V_BUILTIN2M(powr)
 __M2V_BUILTIN2(copysign, copysign) __M2V_BUILTIN3(fma, fma) __M2V_BUILTIN3(fmax3, fmax3)
 __M2V_BUILTIN3(fmin3, fmin3) __M2V_BUILTIN3(fmedian3, fmedian3)
+template <class T> METAL_FUNC auto __metal_erf(T x, bool = false) { return __m2v::lib::erf(x); }
+template <class T> METAL_FUNC auto __metal_log1p(T x, bool = false) { return __m2v::lib::log1p(x); }
 #undef __M2V_BUILTIN1
 #undef __M2V_BUILTIN2
 #undef __M2V_BUILTIN3

@@ -1,7 +1,9 @@
-// metal2vk metal_stdlib: what the rewriter turns three more Metal conversions into.
+// metal2vk metal_stdlib: what the rewriter turns four more Metal conversions into.
 //   - `static_cast<T>(x)` with T a single name (a template parameter or an alias) becomes
 //     __m2v::static_cast_<T>(x): Metal converts half <-> bfloat and vectors element-wise, C++ does neither (it
 //     rejects the first and bit-casts the second); everything else is the C++ static_cast.
+//   - a C-style cast `(T) x` with T a single name becomes __m2v::c_cast_<T>(x): the same conversions, and what a
+//     C-style cast does otherwise.
 //   - a braced list of 2 to 4 values passed as a call argument (`f({a, b, c})`) becomes __m2v::braced(a, b, c),
 //     which converts to a vector of that length (Metal's vector initializer lists) or to any type that the list
 //     initializes (`T{a, b, c}`); C++ has no implicit conversion from a braced list to a vector.
@@ -25,6 +27,15 @@ template <class To, class From> constexpr __M2V_F To static_cast_(From v) {
     return cvt<To>(static_cast<value_t<From>>(v));
   else
     return static_cast<To>(v);
+}
+
+// A C-style cast `(T) x` with T a single name: Metal's conversions as static_cast_ makes them (vectors element-wise,
+// half <-> bfloat by value), everything else what the C-style cast does (pointers reinterpreted, `void` discards).
+template <class To, class From> constexpr __M2V_F To c_cast_(From v) {
+  if constexpr (metal_converts_v<To, From>)
+    return cvt<To>(static_cast<value_t<From>>(v));
+  else
+    return (To)v;
 }
 
 // `b.xy` on a bool vector (clang has no component names for them): the components, as a value.

@@ -1,0 +1,48 @@
+// Attribute placements and spacing as the Metal Shading Language specification allows them: straight after a
+// declarator or after whitespace, inside the brackets or not, on parameters, function constants and kernels, split
+// over lines, several in one list, and in the body of a macro that builds kernels.
+#include <metal_stdlib>
+using namespace metal;
+
+constant bool has_bias[[function_constant(0)]];
+constant float gain [[ function_constant( 1 ) ]];
+constant bool use_gain = is_function_constant_defined(gain);
+
+struct Params {
+  float scale;
+  uint n;
+};
+
+// no whitespace before any attribute
+kernel void affine_tight(device const float* x[[buffer(0)]], device float* y[[buffer(1)]],
+                         constant Params& p[[buffer(2)]],
+                         device const float* bias[[buffer(3),function_constant(has_bias)]],
+                         uint3 tgpig[[threadgroup_position_in_grid]], uint3 tpitg[[thread_position_in_threadgroup]],
+                         uint3 ntg[[threads_per_threadgroup]]) {
+  uint i = tgpig.x * ntg.x + tpitg.x;
+  if (i >= p.n) return;
+  float v = x[i] * p.scale;
+  if (has_bias) v += bias[i];
+  if (use_gain) v *= gain;
+  y[i] = v;
+}
+
+// whitespace inside the brackets and before the argument list, a list split over lines, `[[kernel]]` on a line of
+// its own
+[[kernel]]
+void affine_spaced(device const float* x [[ buffer(0) ]], device float* y [[buffer (1)]],
+                   constant Params& p [[
+                       buffer(2)
+                   ]],
+                   uint i [[ thread_position_in_grid ]] ) {
+  if (i < p.n) y[i] = x[i] * p.scale;
+}
+
+// kernels built by a macro, attributes without whitespace in its body
+#define SCALE_KERNEL(NAME, T)                                                                  \
+  kernel void NAME(device const T* x[[buffer(0)]], device T* y[[buffer(1)]],                 \
+                   constant Params& p[[buffer(2)]], uint i[[thread_position_in_grid]]) {      \
+    if (i < p.n) y[i] = T(float(x[i]) * p.scale);                                             \
+  }
+SCALE_KERNEL(scale_macro_f32, float)
+SCALE_KERNEL(scale_macro_f16, half)
