@@ -7,11 +7,13 @@ GPU in the same process, with the first tokens' logits checked against PyTorch's
 
 Models (mlx-lm's own model files, ../shared/third_party/mlx-lm, built from a config with seeded random weights; no
 weights are downloaded): llama-3.2-1b, llama-3.1-8b (Llama decoders with llama3 RoPE scaling), qwen3-0.6b.
-Precisions: bf16, q4 (every Linear and Embedding quantized by MLX's nn.quantize: mx.quantize, 4 bits, group 64).
+Precisions: bf16; q4 (every Linear and Embedding quantized by MLX's nn.quantize: mx.quantize, affine, 4 bits,
+group 64); mxfp4 (MLX's 4-bit floating-point format: nn.quantize(mode="mxfp4"), group 32, with the E2M1 codes and
+E8M0 scales computed by this file and loaded into MLX's quantized layers, so both sides use the same bits).
 
 The PyTorch model is this file's own implementation of the same decoder, run with the same weights: bf16, or for q4
 the weights dequantized by this file's implementation of MLX's affine quantization (checked against mx.quantize's
-output on one matrix). Logits check: the prompt's last position and three greedy decode steps (PyTorch is fed MLX's
+output on one matrix), or for mxfp4 the same codes dequantized (checked against mx.dequantize on one matrix). Logits check: the prompt's last position and three greedy decode steps (PyTorch is fed MLX's
 tokens); each side's error is max|logits - reference| / max|reference| against PyTorch in float32 with the same
 weights; MLX passes when its error is at most twice PyTorch's own bf16 error (or 2%, whichever is larger).
 
@@ -55,6 +57,8 @@ MODELS = {  # the published configurations' shapes
                        max_position_embeddings=40960, tie_word_embeddings=True),
 }
 GROUP, BITS = 64, 4
+FP4_GROUP = 32
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 
 
 def log(*args):
@@ -177,6 +181,58 @@ def torch_affine_quantize(w):
     return packed, scale_t.reshape(rows, -1), bias_t.reshape(rows, -1), dequantized
 
 
+def torch_mxfp4_quantize(w):
+    """MXFP4 (OCP microscaling): per group of 32, a power-of-two scale 2^E with E = ceil(log2(max|w| / 6)) and each
+    value rounded to the nearest E2M1 number. Returns MLX's layout (uint32 words of eight 4-bit codes, low nibble
+    first, as int32; uint8 scales E + 127) and the dequantized weight."""
+    import torch
+    rows, cols = w.shape
+    g = w.float().reshape(rows, cols // FP4_GROUP, FP4_GROUP)
+    amax = g.abs().amax(-1, keepdim=True).clamp(min=2.0 ** -126)
+    e = torch.ceil(torch.log2(amax / 6.0)).clamp(-127, 127)
+    x = g / torch.exp2(e)
+    table = torch.tensor(E2M1, device=w.device)
+    code = (x.abs()[..., None] - table).abs().argmin(-1)  # nearest magnitude (ties to the smaller)
+    value = table[code] * torch.sign(x)
+    codes = code | ((x < 0) & (code > 0)).to(code.dtype) * 8
+    dequantized = (value * torch.exp2(e)).to(w.dtype).reshape(rows, cols)
+    qi = codes.to(torch.int64).reshape(rows, cols // 8, 8)
+    shifts = torch.arange(8, device=w.device, dtype=torch.int64) * 4
+    packed = (qi << shifts).sum(-1)
+    packed = torch.where(packed >= 2 ** 31, packed - 2 ** 32, packed).to(torch.int32)
+    scales = (e + 127).to(torch.uint8).reshape(rows, -1)
+    return packed, scales, dequantized
+
+
+def load_mxfp4(ns, model, weights, names_shapes):
+    """nn.quantize(mode="mxfp4") makes MLX's quantized layers; their (lazy, never evaluated) parameters are replaced by
+    this file's codes and scales. Returns the dequantized bf16 weights for PyTorch and a check of one matrix."""
+    mx, nn = ns[0], ns[1]
+    nn.quantize(model, group_size=FP4_GROUP, bits=4, mode="mxfp4")
+    dequantized, updates, check = dict(weights), [], None
+    for n, shape in names_shapes:
+        if len(shape) != 2 or shape[-1] % FP4_GROUP:
+            continue
+        packed, scales, dq = torch_mxfp4_quantize(weights[n])
+        base = n[: -len(".weight")]
+        updates.append((base + ".weight", mx.array(packed.cpu().numpy()).view(mx.uint32)))
+        updates.append((base + ".scales", mx.array(scales.cpu().numpy())))
+        dequantized[n] = dq
+        if check is None:  # MLX's own dequantization of the first rows against this file's
+            rows = 64
+            try:
+                mx_dq = mx.dequantize(updates[-2][1][:rows], updates[-1][1][:rows], group_size=FP4_GROUP, bits=4,
+                                      mode="mxfp4")
+                ours = dq[:rows].float().cpu().numpy()
+                check = {"matrix": n,
+                         "dequantized_max_abs_diff": float(np.max(np.abs(mlx_to_numpy(mx, mx_dq) - ours)))}
+            except Exception as e:  # the logits check below still compares the whole model
+                check = {"matrix": n, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+    model.update(ns[3](updates))
+    mx.eval(model.parameters())
+    return dequantized, check
+
+
 class TorchDecoder:
     """The decoder of mlx-lm's llama.py / qwen3.py, written for PyTorch: same weights (by MLX's parameter names),
     same RoPE frequencies, RMSNorm as MLX computes it (normalised in float32, rounded, then scaled)."""
@@ -279,12 +335,14 @@ def torch_generate(model, prompt, steps, first_token=None):
 
 # ------------------------------------------------------------------------------------------------ measurement
 def bytes_per_decode_token(config, precision, context):
+    """Bytes a decode step must read: every matrix once (as stored), norms, one embedding row, the KV cache."""
     c = config
     hidden, inter, L = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"]
     H, KV, hd, vocab = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"], c["vocab_size"]
     per_layer = hidden * H * hd * 2 + hidden * KV * hd * 2 + 3 * hidden * inter
     matrices = L * per_layer + vocab * hidden  # the output projection (tied or not) reads a vocab x hidden matrix
-    per_weight = 2.0 if precision == "bf16" else (BITS / 8 + 2 * 2 / GROUP)  # packed values + bf16 scale, bias
+    per_weight = {"bf16": 2.0, "q4": BITS / 8 + 2 * 2 / GROUP,  # packed values + bf16 scale and bias per group
+                  "mxfp4": 0.5 + 1 / FP4_GROUP}[precision]  # codes + a one-byte scale per group
     norms = (2 * L + 1) * hidden * 2 + (2 * L * hd * 2 if c["model_type"] == "qwen3" else 0)
     embedding_row = hidden * per_weight
     kv = 2 * L * KV * hd * context * 2
@@ -329,9 +387,25 @@ def measure(args, ns, name, precision, torch_ok):
             w = mx.random.normal(shape, key=mx.random.key(args.seed * 100003 + i))
             mlx_weights[n] = (1.0 + 0.1 * w if len(shape) == 1 else 0.02 * w).astype(mx.bfloat16)
         set_mlx_weights(ns, model, mlx_weights)
+    reference_weights = weights
     if precision == "q4":
         nn.quantize(model, group_size=GROUP, bits=BITS)
         mx.eval(model.parameters())
+    elif precision == "mxfp4":
+        if not torch_ok:  # random codes, scales near 2^-6 (the size of the bf16 weights): timing only
+            nn.quantize(model, group_size=FP4_GROUP, bits=4, mode="mxfp4")
+            updates = []
+            for i, (n, shape) in enumerate(names_shapes):
+                if len(shape) == 2 and shape[-1] % FP4_GROUP == 0:
+                    key = mx.random.key(args.seed * 7919 + i)
+                    base = n[: -len(".weight")]
+                    updates.append((base + ".weight", mx.random.randint(0, 2 ** 31, (shape[0], shape[1] // 8),
+                                                                        key=key).astype(mx.uint32)))
+                    updates.append((base + ".scales", mx.full((shape[0], shape[1] // FP4_GROUP), 121, mx.uint8)))
+            model.update(ns[3](updates))
+            mx.eval(model.parameters())
+        else:
+            reference_weights, result["quantize_check"] = load_mxfp4(ns, model, weights, names_shapes)
     result["weights_setup_s"] = round(time.time() - t0, 2)
     log(f"{name} {precision}: weights in {result['weights_setup_s']} s")
 
@@ -374,7 +448,6 @@ def measure(args, ns, name, precision, torch_ok):
     mlx_logits += [mlx_to_numpy(mx, l)[0] for l in kept]
     fed_tokens = [first.item()] + tokens[:check_steps - 1]
     if torch_ok:
-        reference_weights = weights
         if precision == "q4":
             reference_weights = dict(weights)
             matrices = [n for n, s in names_shapes if len(s) == 2 and s[-1] % GROUP == 0]
@@ -511,6 +584,10 @@ def write_report(prefix, meta, rows):
              "|---|---|---|---|---|---|---|---|---|---|"]
     f = lambda v, d=1: "—" if v is None else f"{v:.{d}f}"
     for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['precision']} | failed: {r['error'][:160].replace('|', '/')} "
+                         "| | | | | | | |")
+            continue
         lg = r.get("logits", {})
         check = (f"{lg['mlx_rel_error']:.4f} / {lg['torch_bf16_rel_error']:.4f} "
                  f"{'match' if lg['match'] else 'MISMATCH'}") if lg else "—"
@@ -539,7 +616,7 @@ def write_report(prefix, meta, rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", action="append", choices=sorted(MODELS))
-    ap.add_argument("--precision", action="append", choices=["bf16", "q4"])
+    ap.add_argument("--precision", action="append", choices=["bf16", "q4", "mxfp4"])
     ap.add_argument("--prompt", type=int, default=512)
     ap.add_argument("--decode", type=int, default=128)
     ap.add_argument("--reps", type=int, default=2)
@@ -571,8 +648,15 @@ def main():
             sys.exit("PyTorch has no CUDA device here: --no-torch runs MLX alone")
     rows = []
     for name in args.model or ["qwen3-0.6b", "llama-3.2-1b", "llama-3.1-8b"]:
-        for precision in args.precision or ["bf16", "q4"]:
-            row = measure(args, ns, name, precision, torch_ok)
+        for precision in args.precision or ["bf16", "q4", "mxfp4"]:
+            try:
+                row = measure(args, ns, name, precision, torch_ok)
+            except Exception as e:  # one failing configuration is reported; the others still run
+                row = {"model": name, "precision": precision, "error": f"{type(e).__name__}: {str(e)[:600]}"}
+                log(f"{name} {precision}: {row['error']}")
+                mx.clear_cache()
+                if torch_ok:
+                    __import__("torch").cuda.empty_cache()
             if row is not None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)

@@ -13,7 +13,8 @@
 # M2V_MLX_PYTHON_BUILDS="DIR..." adds MLX's Python package, python/mlx, for each interpreter whose build of
 # cmake/mlx/python is listed (scripts/build-mlx.sh --python with M2V_PYTHON, e.g. a Python 3.12 for a machine that
 # has PyTorch): `mlx.core` relinked against the portable library, MLX's pure-Python modules and mlx.metallib beside
-# it. PYTHONPATH=mlx-metal2vk/python python3 -c "import mlx.core as mx".
+# it. PYTHONPATH=mlx-metal2vk/python python3 -c "import mlx.core as mx". M2V_MLX_PACKAGE_CPP=0 leaves the C++ binaries
+# out (an archive of the Python package alone).
 set -euo pipefail
 if [ $# -lt 1 ]; then
   echo "usage: $0 MLX_BUILD_DIR [OUT.tar.xz]" >&2
@@ -49,14 +50,16 @@ link() {  # link OUTPUT OBJECTS...: against libmlx.a and the portable libmetal2v
     "$stage/lib/libmetal2vk.so.0" -L"$stage/lib" -l:libopenblas.so.0 -lvulkan -lpthread -ldl \
     -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'  # RPATH, not RUNPATH: OpenBLAS finds gfortran there too
 }
-link tests "$mlx_build"/tests/CMakeFiles/tests.dir/*.o
-for example in tutorial linear_regression logistic_regression; do
-  link "$example" "$mlx_build"/examples/cpp/CMakeFiles/$example.dir/*.o
-done
-"$cxx" -O3 -DNDEBUG -std=c++20 -DMLX_STATIC -I"$root/include" -I"$mlx_src" -c "$root/bench/mlx_programs.cpp" \
-  -o "$stage/mlx_programs.o"
-link mlx_programs "$stage/mlx_programs.o"
-rm "$stage/mlx_programs.o"
+if [ "${M2V_MLX_PACKAGE_CPP:-1}" != 0 ]; then  # 0: the Python package only (a smaller archive)
+  link tests "$mlx_build"/tests/CMakeFiles/tests.dir/*.o
+  for example in tutorial linear_regression logistic_regression; do
+    link "$example" "$mlx_build"/examples/cpp/CMakeFiles/$example.dir/*.o
+  done
+  "$cxx" -O3 -DNDEBUG -std=c++20 -DMLX_STATIC -I"$root/include" -I"$mlx_src" -c "$root/bench/mlx_programs.cpp" \
+    -o "$stage/mlx_programs.o"
+  link mlx_programs "$stage/mlx_programs.o"
+  rm "$stage/mlx_programs.o"
+fi
 
 for pybuild in ${M2V_MLX_PYTHON_BUILDS:-}; do
   module=$(cd "$pybuild/python/mlx" && ls core.cpython-*.so)
