@@ -8,8 +8,8 @@
 PACKAGE_DIR holds the package `mlx` (it goes on PYTHONPATH). Each file runs in its own process, which prints a line
 as each test starts and ends: a test that crashes the process or runs past --test-timeout fails (named as such) and
 the file's remaining tests go on in a new process, so one bad kernel does not hide the rest; past --file-timeout the
-tests not yet run count as failed. --jobs N runs N files at a time (a machine with many cores; results are reported in
-file order). The last line is `N passed, N failed` (tests; skipped ones are in neither).
+tests not yet run count as failed. --jobs N runs N files at a time (a machine with many cores); files are reported as
+they finish, and --json is rewritten after each. The last line is `N passed, N failed` (tests; skipped ones are in neither).
 """
 import argparse
 import json
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 # ---------------------------------------------------------------- the child: runs tests of one file, reports each
 MARK = '@@mlxtest '
@@ -285,9 +285,15 @@ def main():
         file_start = time.monotonic()
         return run_file(args, test_file, env), time.monotonic() - file_start
 
+    def write_json():
+        with open(args.json, 'w') as f:
+            json.dump({'device': device.stdout.strip(), 'seconds': round(time.monotonic() - start, 1),
+                       'files': report}, f, indent=1)
+
     pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
-    runs = [pool.submit(timed_run, test_file) for test_file in files]
-    for test_file, run in zip(files, runs):
+    runs = {pool.submit(timed_run, test_file): test_file for test_file in files}
+    for run in as_completed(runs):  # reported as they finish; the JSON after each file, in file order
+        test_file = runs[run]
         results, seconds = run.result()
         counts = {k: sum(1 for o, _ in results.values() if o == k) for k in totals}
         for k in totals:
@@ -300,10 +306,9 @@ def main():
         for test, (outcome, detail) in results.items():
             if outcome == 'fail':
                 print('    FAIL %s: %s' % (test, ' '.join(detail.split())[:300]), flush=True)
-    if args.json:
-        with open(args.json, 'w') as f:
-            json.dump({'device': device.stdout.strip(), 'seconds': round(time.monotonic() - start, 1),
-                       'files': report}, f, indent=1)
+        report = OrderedDict(sorted(report.items()))
+        if args.json:
+            write_json()
     refused, others = failure_causes(report)
     if refused:
         print('failed because the device refuses a kernel that needs wider subgroups: %d tests, %d kernels'
