@@ -515,18 +515,26 @@ class Selector {
     }
   }
 
-  // What the target calls, transitively (by name: every definition a call may resolve to).
+  // What the target calls, transitively: every definition a call may resolve to (Engine::resolveAll). A call whose
+  // callee is defined in the units parsed so far, and is not virtual, runs that definition whatever else is parsed
+  // (the engine resolves it by key first, and nothing overrides it): it is followed into, not looked for. Any other
+  // call (unresolved, defined elsewhere, virtual) is looked for by name in the text of the tree.
   void towardCallees(const Codebase& cb, const Target& target) {
-    std::set<std::string> names;
-    std::set<std::string> walked;
+    std::set<std::string> names, keys, walked;
     for (bool grew = true; grew;) {
       grew = false;
       for (auto& [k, f] : cb.functions) {
-        if (walked.count(k) || !(target.functions.count(k) || names.count(f.name))) continue;
+        if (walked.count(k) || !(target.functions.count(k) || keys.count(k) || names.count(f.name))) continue;
         walked.insert(k);
         grew = true;
-        for (auto& e : f.events)
-          if ((e.kind == "call" || e.kind == "ref") && !e.name.empty()) names.insert(e.name);
+        for (auto& e : f.events) {
+          if ((e.kind != "call" && e.kind != "ref") || e.name.empty()) continue;
+          auto known = cb.functions.find(e.calleeKey);
+          if (known != cb.functions.end() && !known->second.isVirtual)
+            keys.insert(e.calleeKey);
+          else
+            names.insert(e.name);
+        }
       }
     }
     for (auto& n : names) definitions(spelling(n));
