@@ -231,9 +231,17 @@ static std::string preparePch(const ParseOptions& opts, const std::string& cache
     }
   std::string text = "// outside headers of the units, precompiled once (m2v review)\n";
   for (auto& h : opts.prefix.headers) text += "#if __has_include(<" + h + ">)\n#include <" + h + ">\n#endif\n";
-  {
-    std::ofstream o(header, std::ios::binary);
-    o << text;
+  // A prefix built from this header (by another run sharing the cache) records its time: leave an identical one
+  // as it is, and replace it whole, never rewrite it in place.
+  std::string old;
+  if (!readFile(header, old) || old != text) {
+    std::string tmp = header + ".tmp" + std::to_string(::getpid());
+    {
+      std::ofstream o(tmp, std::ios::binary);
+      o << text;
+    }
+    fs::rename(tmp, header, ec);
+    if (ec) return built[key] = "";
   }
   std::vector<std::string> inputs;
   std::set<std::string> macros;
