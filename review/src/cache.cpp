@@ -5,13 +5,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -155,6 +158,138 @@ static std::string optionsKey(const ParseOptions& o) {
   return k;
 }
 
+static bool traceOn() {
+  static const bool on = std::getenv("M2V_REVIEW_TRACE_PREFIX") != nullptr;
+  return on;
+}
+
+static void identifiersOf(const std::string& text, std::set<std::string>& out) {
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (!(std::isalpha(c) || c == '_')) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+    out.insert(text.substr(i, j - i));
+    i = j;
+  }
+}
+
+static json stamp(const std::string& path) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (ec) return json::array({path, -1, 0});
+  auto t = fs::last_write_time(path, ec).time_since_epoch().count();
+  return json::array({path, static_cast<long long>(size), static_cast<long long>(t)});
+}
+
+// The precompiled prefix of a run (prefix.h): built once into the cache directory and reused while the outside
+// headers it read are unchanged; "" when there is none to build or it is refused (then units parse as they are).
+static std::string preparePch(const ParseOptions& opts, const std::string& cacheDir) {
+  if (opts.prefix.headers.empty() || !opts.compileCommands.empty()) return "";
+  static std::map<std::string, std::string> built;  // key -> pch ("" = refused), for this process
+  std::string k = std::string(kFormat) + "|" + toolId() + "|" + opts.root + "|";
+  for (auto& d : opts.includeDirs) k += d + ";";
+  k += "|";
+  for (auto* l : {&opts.prefix.headers})
+    for (auto& h : *l) k += h + ";";
+  for (auto* l : {&opts.prefix.treeMacros, &opts.prefix.treeConditions}) {
+    k += "|";
+    for (auto& h : *l) k += h + ";";
+  }
+  const std::string key = fnv(k);
+  if (auto it = built.find(key); it != built.end()) return it->second;
+  std::string dir = cacheDir;
+  std::error_code ec;
+  if (dir.empty()) {
+    static std::string tmp;
+    if (tmp.empty()) {
+      tmp = (fs::temp_directory_path(ec) / ("m2v-review-prefix-" + std::to_string(::getpid()))).string();
+      std::atexit([] {
+        std::error_code e;
+        fs::remove_all(tmp, e);
+      });
+    }
+    dir = tmp;
+    fs::create_directories(dir, ec);
+  }
+  const std::string base = dir + "/prefix-" + key;
+  const std::string header = base + ".h", pch = base + ".pch", side = base + ".json";
+  std::string stored;
+  if (readFile(side, stored)) try {
+      json j = json::parse(stored);
+      bool fresh = fs::exists(pch, ec) || !j["ok"].get<bool>();
+      for (auto& in : j["inputs"]) fresh = fresh && stamp(in[0]) == in;
+      if (fresh) {
+        std::string use = j["ok"].get<bool>() ? pch : "";
+        if (traceOn()) std::fprintf(stderr, "m2v review: prefix %s (stored)\n", use.empty() ? "refused" : use.c_str());
+        return built[key] = use;
+      }
+    } catch (const std::exception&) {
+    }
+  std::string text = "// outside headers of the units, precompiled once (m2v review)\n";
+  for (auto& h : opts.prefix.headers) text += "#if __has_include(<" + h + ">)\n#include <" + h + ">\n#endif\n";
+  // A prefix built from this header (by another run sharing the cache) records its time: leave an identical one
+  // as it is, and replace it whole, never rewrite it in place.
+  std::string old;
+  if (!readFile(header, old) || old != text) {
+    std::string tmp = header + ".tmp" + std::to_string(::getpid());
+    {
+      std::ofstream o(tmp, std::ios::binary);
+      o << text;
+    }
+    fs::rename(tmp, header, ec);
+    if (ec) return built[key] = "";
+  }
+  std::vector<std::string> inputs;
+  std::set<std::string> macros;
+  std::string why;
+  std::string tmpPch = pch + ".tmp" + std::to_string(::getpid());
+  bool ok = buildPrefixPch(opts, header, tmpPch, inputs, macros, why);
+  if (ok) {
+    // Neither side may see the other's macros: an outside macro the tree tests, a tree macro an outside header names.
+    for (auto& m : macros)
+      if (opts.prefix.treeConditions.count(m)) {
+        ok = false;
+        why = "the tree tests `" + m + "`, which an outside header defines";
+        break;
+      }
+  }
+  if (ok) {
+    std::set<std::string> names;
+    for (auto& f : inputs) {
+      if (f == header) continue;
+      std::string t;
+      if (readFile(f, t)) identifiersOf(t, names);
+    }
+    for (auto& m : opts.prefix.treeMacros)
+      if (names.count(m)) {
+        ok = false;
+        why = "the tree defines `" + m + "`, which an outside header names";
+        break;
+      }
+  }
+  if (ok) fs::rename(tmpPch, pch, ec);
+  if (ec || !ok) fs::remove(tmpPch, ec);
+  if (traceOn())
+    std::fprintf(stderr, "m2v review: prefix %s%s\n", ok ? "built " : "refused: ", ok ? pch.c_str() : why.c_str());
+  json j;
+  j["ok"] = ok;
+  j["why"] = why;
+  json ins = json::array();
+  for (auto& f : inputs) ins.push_back(stamp(f));
+  j["inputs"] = ins;
+  std::string tmp = side + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream o(tmp, std::ios::binary);
+    o << j.dump();
+  }
+  fs::rename(tmp, side, ec);
+  return built[key] = ok ? pch : "";
+}
+
 bool parseUnits(const ParseOptions& opts, const CacheOptions& cache, std::vector<UnitModel>& out, std::string& err) {
   if (opts.files.empty()) {
     err = "no translation units to parse";
@@ -210,11 +345,16 @@ bool parseUnits(const ParseOptions& opts, const CacheOptions& cache, std::vector
   std::vector<size_t> misses;
   for (size_t i = 0; i < slots.size(); ++i)
     if (!slots[i].hit) misses.push_back(i);
+  // Units to parse: the outside headers they share are parsed once, into a precompiled prefix (kept in the cache
+  // directory for the next run, and for the next round of a unit selection).
+  std::string pch = opts.pch;
+  if (pch.empty() && !misses.empty()) pch = preparePch(opts, dir);
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t m; (m = next.fetch_add(1)) < misses.size();) {
       Slot& sl = slots[misses[m]];
       ParseOptions one = opts;
+      one.pch = pch;
       one.files = {sl.ps.file};
       if (!parseCodebase(one, sl.unit, sl.err))
         sl.failed = true;

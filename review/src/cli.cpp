@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "frontend.h"
 #include "metal2vk/review.h"
+#include "prefix.h"
 #include "report.h"
 #include "select.h"
 #include "targets.h"
@@ -26,7 +27,7 @@ namespace m2v {
 static const char* kUsage =
     "usage: m2v review --root PATH [--compile-commands FILE] [-I DIR]... TARGET [--json] [--config FILE]\n"
     "                  [--fail-on high|medium|low] [--disable CHECK]... [--no-cache] [--cache-dir DIR] [-j N] "
-    "[--full-parse]\n"
+    "[--full-parse] [--no-prefix]\n"
     "  TARGET: FILE | FUNCTION | CLASS | SYMBOL | --file F | --function F | --class C | --diff FILE |\n"
     "          --commit SHA | A..B (git range of the repository at PATH)\n"
     "  --list-checks: print the checks and exit\n";
@@ -36,7 +37,7 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
   std::vector<std::string> includes, disabled;
   TargetSpec spec;
   CacheOptions cacheOpts;
-  bool json = false, dump = false, fullParse = false;
+  bool json = false, dump = false, fullParse = false, prefix = true;
   auto need = [&](size_t& i, const std::string& flag, std::string& dst) {
     if (i + 1 >= args.size()) {
       err << "m2v review: " << flag << " needs a value\n" << kUsage;
@@ -70,6 +71,8 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
       cacheOpts.jobs = static_cast<unsigned>(std::max(1, std::atoi(a.c_str() + 2)));
     } else if (a == "--full-parse") {
       fullParse = true;
+    } else if (a == "--no-prefix") {  // every unit parses its outside headers itself (no precompiled prefix)
+      prefix = false;
     } else if (a == "--no-cache") {
       cacheOpts.enabled = false;
     } else if (a == "--cache-dir") {
@@ -143,6 +146,7 @@ int runReviewCli(const std::vector<std::string>& args, std::ostream& out, std::o
   po.envFunctions = rules.envFunctions;
   po.onceFunctions = rules.onceFunctions;
   po.arrayTypes = rules.arrayTypes;
+  if (prefix && compileCommands.empty()) po.prefix = scanPrefix(po);
   if (po.files.empty()) {
     err << "m2v review: no C++ sources under " << root << "\n";
     return 2;

@@ -11,7 +11,9 @@
 #include <clang/Basic/SourceManager.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/FrontendAction.h>
+#include <clang/Frontend/FrontendActions.h>
 #include <clang/Lex/Lexer.h>
+#include <clang/Lex/MacroInfo.h>
 #include <clang/Lex/Preprocessor.h>
 #include <clang/Tooling/CompilationDatabase.h>
 #include <clang/Tooling/JSONCompilationDatabase.h>
@@ -21,6 +23,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <set>
@@ -955,6 +960,12 @@ class Extractor {
 };
 
 thread_local std::vector<std::string> deps_;  // of the unit parsed last (one tool runs one unit at a time)
+thread_local double tBegin_ = 0, tParsed_ = 0, tExtracted_ = 0;  // CPU time at each phase (M2V_REVIEW_TRACE_PARSE)
+double cpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 class Consumer : public ASTConsumer {
  public:
@@ -974,6 +985,7 @@ class Consumer : public ASTConsumer {
     return !it->second;
   }
   void HandleTranslationUnit(ASTContext& ctx) override {
+    tParsed_ = cpuNow();
     // The files of the tree this unit read (the on-disk cache revalidates them before reusing the model).
     auto& sm = ctx.getSourceManager();
     deps_.clear();
@@ -997,7 +1009,14 @@ class Consumer : public ASTConsumer {
       }
     } v;
     v.ex = &ex;
-    v.TraverseDecl(ctx.getTranslationUnitDecl());
+    // The declarations this unit parsed, not those of a precompiled prefix (outside headers, never reviewed):
+    // reading those would deserialize all of them.
+    // The parent map (ASTContext::getParents) is built over the same declarations.
+    std::vector<Decl*> local(ctx.getTranslationUnitDecl()->noload_decls_begin(),
+                             ctx.getTranslationUnitDecl()->noload_decls_end());
+    ctx.setTraversalScope(local);
+    for (Decl* d : local) v.TraverseDecl(d);
+    tExtracted_ = cpuNow();
   }
 
  private:
@@ -1013,6 +1032,7 @@ class Action : public ASTFrontendAction {
     // Bodies of functions outside the tree (the C++ library, vulkan.hpp) are skipped: the review never reads them,
     // and parsing them is most of the time of a unit (see Consumer::shouldSkipFunctionBody).
     ci.getFrontendOpts().SkipFunctionBodies = true;
+    tBegin_ = cpuNow();
     ci.getPreprocessor().SetSuppressIncludeNotFoundError(true);
     ci.getDiagnostics().setFatalsAsError(true);
     return true;
@@ -1081,7 +1101,102 @@ class Counter : public DiagnosticConsumer {
   }
 };
 
+// Builds the precompiled prefix: every body skipped (all of it is outside the tree), the files read and the macros
+// defined kept for the caller's checks.
+class PchAction : public GeneratePCHAction {
+ public:
+  PchAction(std::string out, std::vector<std::string>& inputs, std::set<std::string>& macros)
+      : out_(std::move(out)), inputs_(inputs), macros_(macros) {}
+  bool BeginInvocation(CompilerInstance& ci) override {
+    ci.getFrontendOpts().OutputFile = out_;
+    ci.getFrontendOpts().SkipFunctionBodies = true;
+    return GeneratePCHAction::BeginInvocation(ci);
+  }
+  bool BeginSourceFileAction(CompilerInstance& ci) override {
+    ci.getDiagnostics().setFatalsAsError(true);
+    return GeneratePCHAction::BeginSourceFileAction(ci);
+  }
+  void EndSourceFileAction() override {
+    CompilerInstance& ci = getCompilerInstance();
+    Preprocessor& pp = ci.getPreprocessor();
+    SourceManager& sm = ci.getSourceManager();
+    for (auto it = pp.macro_begin(); it != pp.macro_end(); ++it) {
+      const MacroInfo* mi = pp.getMacroInfo(it->first);
+      if (!mi) continue;
+      SourceLocation loc = mi->getDefinitionLoc();
+      if (loc.isInvalid() || !sm.getFileEntryRefForID(sm.getFileID(sm.getExpansionLoc(loc)))) continue;  // built in
+      macros_.insert(it->first->getName().str());
+    }
+    for (auto it = sm.fileinfo_begin(); it != sm.fileinfo_end(); ++it)
+      inputs_.push_back(canonicalPath(it->first.getName()));
+    std::sort(inputs_.begin(), inputs_.end());
+    inputs_.erase(std::unique(inputs_.begin(), inputs_.end()), inputs_.end());
+    GeneratePCHAction::EndSourceFileAction();
+  }
+
+ private:
+  std::string out_;
+  std::vector<std::string>& inputs_;
+  std::set<std::string>& macros_;
+};
+
+class PchFactory : public tooling::FrontendActionFactory {
+ public:
+  PchFactory(std::string out, std::vector<std::string>& inputs, std::set<std::string>& macros)
+      : out_(std::move(out)), inputs_(inputs), macros_(macros) {}
+  std::unique_ptr<FrontendAction> create() override { return std::make_unique<PchAction>(out_, inputs_, macros_); }
+
+ private:
+  std::string out_;
+  std::vector<std::string>& inputs_;
+  std::set<std::string>& macros_;
+};
+
+// The options every unit is parsed with, beyond the compile command: recover from everything, say nothing.
+std::vector<std::string> extraArgs(const ParseOptions& opts) {
+  std::vector<std::string> extra = {"-ferror-limit=0", "-Wno-everything", "-fno-spell-checking"};
+  // The build machine's clang headers when they are there; otherwise clang's default, relative to the executable
+  // (<prefix>/lib/clang/N, where the portable archive puts them).
+  if (std::string(M2V_CLANG_RESOURCE_DIR).size() && llvm::sys::fs::is_directory(M2V_CLANG_RESOURCE_DIR))
+    extra.push_back("-resource-dir=" M2V_CLANG_RESOURCE_DIR);
+  if (!opts.compileCommands.empty())
+    for (auto& i : opts.includeDirs) extra.push_back("-I" + i);
+  return extra;
+}
+
+std::vector<std::string> fixedArgs(const ParseOptions& opts, const char* language) {
+  std::vector<std::string> args = {"-std=c++20", language};
+  for (auto& i : opts.includeDirs) args.push_back("-I" + i);
+  return args;
+}
+
 }  // namespace
+
+bool buildPrefixPch(const ParseOptions& opts, const std::string& headerPath, const std::string& pchPath,
+                    std::vector<std::string>& inputs, std::set<std::string>& macros, std::string& why) {
+  if (!opts.compileCommands.empty()) {
+    why = "units have their own compile commands";
+    return false;
+  }
+  tooling::FixedCompilationDatabase db(opts.root, fixedArgs(opts, "-xc++-header"));
+  tooling::ClangTool tool(db, {headerPath});
+  tool.appendArgumentsAdjuster(
+      tooling::getInsertArgumentAdjuster(extraArgs(opts), tooling::ArgumentInsertPosition::END));
+  Counter counter;
+  tool.setDiagnosticConsumer(&counter);
+  tool.setPrintErrorMessage(false);
+  PchFactory factory(pchPath, inputs, macros);
+  int rc = tool.run(&factory);
+  if (counter.errors) {
+    why = "the outside headers do not parse on their own: " + counter.first;
+    return false;
+  }
+  if (rc != 0 || !llvm::sys::fs::exists(pchPath)) {
+    why = "the precompiled header was not written";
+    return false;
+  }
+  return true;
+}
 
 bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
   out.root = opts.root;
@@ -1092,9 +1207,7 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
     db = tooling::JSONCompilationDatabase::loadFromFile(path, err, tooling::JSONCommandLineSyntax::AutoDetect);
     if (!db) return false;
   } else {
-    std::vector<std::string> args = {"-std=c++20", "-xc++"};
-    for (auto& i : opts.includeDirs) args.push_back("-I" + i);
-    db = std::make_unique<tooling::FixedCompilationDatabase>(opts.root, args);
+    db = std::make_unique<tooling::FixedCompilationDatabase>(opts.root, fixedArgs(opts, "-xc++"));
   }
   std::vector<std::string> files = opts.files;
   if (files.empty()) {
@@ -1103,13 +1216,11 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
   }
   if (!opts.compileCommands.empty())
     db = std::make_unique<PortableDatabase>(tooling::inferMissingCompileCommands(std::move(db)), opts.root);
-  std::vector<std::string> extra = {"-ferror-limit=0", "-Wno-everything", "-fno-spell-checking"};
-  // The build machine's clang headers when they are there; otherwise clang's default, relative to the executable
-  // (<prefix>/lib/clang/N, where the portable archive puts them).
-  if (std::string(M2V_CLANG_RESOURCE_DIR).size() && llvm::sys::fs::is_directory(M2V_CLANG_RESOURCE_DIR))
-    extra.push_back("-resource-dir=" M2V_CLANG_RESOURCE_DIR);
-  if (!opts.compileCommands.empty())
-    for (auto& i : opts.includeDirs) extra.push_back("-I" + i);
+  std::vector<std::string> extra = extraArgs(opts);
+  if (!opts.pch.empty()) {
+    extra.push_back("-include-pch");
+    extra.push_back(opts.pch);
+  }
   Counter counter;
   Factory factory(out, opts);
   for (auto& f : files) {  // one tool per file: deterministic order, no progress chatter
@@ -1119,7 +1230,13 @@ bool parseCodebase(const ParseOptions& opts, Codebase& out, std::string& err) {
     tool.setPrintErrorMessage(false);
     unsigned before = counter.errors;
     counter.first.clear();
+    double t0 = cpuNow();
     tool.run(&factory);  // errors are recovered from, never fatal to the review
+    static const bool trace = std::getenv("M2V_REVIEW_TRACE_PARSE") != nullptr;
+    if (trace)  // CPU seconds of this thread per phase, to see what a unit costs
+      std::fprintf(stderr, "m2v review: %s: setup %.2f s, parse %.2f s, extract %.2f s, teardown %.2f s%s\n", f.c_str(),
+                   tBegin_ - t0, tParsed_ - tBegin_, tExtracted_ - tParsed_, cpuNow() - tExtracted_,
+                   opts.pch.empty() ? "" : " (precompiled prefix)");
     ParseStatus ps;
     ps.file = f;
     ps.deps = deps_;

@@ -105,7 +105,10 @@ struct SourceFile {
   bool unit = false;
   std::unordered_set<std::string> idents;
   std::vector<Macro> macros;
-  std::vector<std::string> includes;  // as spelled between the quotes or brackets
+  struct {
+    std::vector<std::string> names;  // as spelled between the quotes or brackets
+    std::set<std::string> quoted;    // those spelled with quotes
+  } includes;
 };
 
 std::vector<std::string> lines(const std::string& text) {
@@ -117,14 +120,15 @@ std::vector<std::string> lines(const std::string& text) {
 
 void scanDirectives(SourceFile& f) {
   static const std::regex define(R"(^\s*#\s*define\s+([A-Za-z_]\w*)(\(([^)]*)\))?(.*)$)");
-  static const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+  static const std::regex include(R"(^\s*#\s*include\s*([<"])([^>"]+)[>"])");
   auto ls = lines(f.text);
   for (size_t i = 0; i < ls.size(); ++i) {
     const std::string& l = ls[i];
     if (l.find('#') == std::string::npos) continue;
     std::smatch m;
     if (std::regex_search(l, m, include)) {
-      f.includes.push_back(m[1]);
+      f.includes.names.push_back(m[2]);
+      if (m[1] == "\"") f.includes.quoted.insert(m[2]);
       continue;
     }
     if (!std::regex_search(l, m, define)) continue;
@@ -202,15 +206,25 @@ struct TreeIndex {
     std::map<std::string, std::vector<size_t>> byName;
     for (size_t i = 0; i < files.size(); ++i) byName[fs::path(files[i].path).filename().string()].push_back(i);
     includedBy.assign(files.size(), {});
+    // Without a compile database the units are parsed with the include dirs as the only -I: an include names the
+    // header beside the including file (quoted) or under an include dir, as clang resolves it (so `<io.h>` of a
+    // Windows-only branch is not `mlx/io.h`). A compile database may name dirs of its own: any header whose path
+    // ends with the include is taken then.
+    std::set<std::string> dirs{canonical(po.root)};
+    for (auto& d : po.includeDirs) dirs.insert(canonical(d));
     for (size_t i = 0; i < files.size(); ++i)
-      for (auto& inc : files[i].includes) {
+      for (auto& inc : files[i].includes.names) {
         std::string tail = "/" + fs::path(inc).lexically_normal().generic_string();
         auto it = byName.find(fs::path(inc).filename().string());
         if (it == byName.end()) continue;
         for (size_t h : it->second) {
           const std::string& p = files[h].path;
-          if (p.size() > tail.size() && p.compare(p.size() - tail.size(), tail.size(), tail) == 0)
-            includedBy[h].push_back(i);
+          if (!(p.size() > tail.size() && p.compare(p.size() - tail.size(), tail.size(), tail) == 0)) continue;
+          std::string dir = p.substr(0, p.size() - tail.size());
+          bool named = !po.compileCommands.empty();
+          if (files[i].includes.quoted.count(inc)) named = named || fs::path(files[i].path).parent_path() == dir;
+          named = named || dirs.count(dir);
+          if (named) includedBy[h].push_back(i);
         }
       }
   }
@@ -501,18 +515,26 @@ class Selector {
     }
   }
 
-  // What the target calls, transitively (by name: every definition a call may resolve to).
+  // What the target calls, transitively: every definition a call may resolve to (Engine::resolveAll). A call whose
+  // callee is defined in the units parsed so far, and is not virtual, runs that definition whatever else is parsed
+  // (the engine resolves it by key first, and nothing overrides it): it is followed into, not looked for. Any other
+  // call (unresolved, defined elsewhere, virtual) is looked for by name in the text of the tree.
   void towardCallees(const Codebase& cb, const Target& target) {
-    std::set<std::string> names;
-    std::set<std::string> walked;
+    std::set<std::string> names, keys, walked;
     for (bool grew = true; grew;) {
       grew = false;
       for (auto& [k, f] : cb.functions) {
-        if (walked.count(k) || !(target.functions.count(k) || names.count(f.name))) continue;
+        if (walked.count(k) || !(target.functions.count(k) || keys.count(k) || names.count(f.name))) continue;
         walked.insert(k);
         grew = true;
-        for (auto& e : f.events)
-          if ((e.kind == "call" || e.kind == "ref") && !e.name.empty()) names.insert(e.name);
+        for (auto& e : f.events) {
+          if ((e.kind != "call" && e.kind != "ref") || e.name.empty()) continue;
+          auto known = cb.functions.find(e.calleeKey);
+          if (known != cb.functions.end() && !known->second.isVirtual)
+            keys.insert(e.calleeKey);
+          else
+            names.insert(e.name);
+        }
       }
     }
     for (auto& n : names) definitions(spelling(n));

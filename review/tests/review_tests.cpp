@@ -340,6 +340,55 @@ static int partial(const std::string& root) {
   return failures;
 }
 
+// The outside headers are parsed once into a precompiled prefix that every unit loads: the report is the one each
+// unit parsing its own headers gives. A tree that defines a macro the outside headers name, or tests one they define
+// before including any, gets no prefix (and the same report).
+static int prefix(const std::string& root) {
+  fs::path tmp = fs::temp_directory_path() / ("m2v-review-prefix-test-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  auto pchs = [](const fs::path& dir) {
+    size_t n = 0;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(dir, ec)) n += e.path().extension() == ".pch";
+    return n;
+  };
+  auto compare = [&](const std::string& tree, const std::string& what, size_t wantPch) {
+    std::string with = (tmp / (what + "-with")).string(), without = (tmp / (what + "-without")).string();
+    json a, b;
+    EXPECT_TRUE(review({"--root", tree, "mlx/backend/vulkan", "--json", "--cache-dir", with}, a) == 0, "ran " << what);
+    EXPECT_TRUE(review({"--root", tree, "mlx/backend/vulkan", "--json", "--cache-dir", without, "--no-prefix"}, b) == 0,
+                "ran " << what << " without a prefix");
+    EXPECT_TRUE(a.is_object() && !a["findings"].empty(), "findings to compare for " << what);
+    EXPECT_TRUE(a == b, "the same report with and without the prefix for " << what);
+    EXPECT_TRUE(pchs(with) == wantPch, what << ": " << pchs(with) << " precompiled prefix(es), want " << wantPch);
+    EXPECT_TRUE(pchs(without) == 0, what << ": none with --no-prefix");
+    std::cout << what << ": " << a["findings"].size() << " findings, " << pchs(with) << " prefix\n";
+  };
+  compare(root, "as-is", 1);
+  // Copies of the tree whose first unit defines a macro libstdc++ reads, or tests one <cstdlib> defines first.
+  std::string first;
+  for (auto& e : fs::recursive_directory_iterator(fs::path(root) / "mlx" / "backend" / "vulkan"))
+    if (e.path().extension() == ".cpp" && (first.empty() || e.path().string() < first)) first = e.path().string();
+  std::string rel = fs::relative(first, root).string();
+  for (auto [what, line] : {std::pair<std::string, std::string>{"tree-macro", "#define _GLIBCXX_ASSERTIONS 1\n"},
+                            {"early-test", "#ifdef EXIT_SUCCESS\n#endif\n"}}) {
+    fs::path tree = tmp / ("tree-" + what);
+    fs::create_directories(tree);
+    fs::copy(root, tree, fs::copy_options::recursive);
+    std::string text;
+    {
+      std::ifstream in(tree / rel);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    }
+    std::ofstream(tree / rel) << line << text;
+    compare(tree.string(), what, 0);
+  }
+  fs::remove_all(tmp);
+  return failures;
+}
+
 static std::string notesOf(const json& j) {
   std::string all;
   if (j.is_object() && j.contains("scope"))
@@ -396,6 +445,7 @@ int main(int argc, char** argv) {
   if (mode == "cache") return cache(root) ? 1 : 0;
   if (mode == "partial" && argc > 3) return partialTargets(root, {argv + 3, argv + argc}) ? 1 : 0;
   if (mode == "partial") return partial(root) ? 1 : 0;
+  if (mode == "prefix") return prefix(root) ? 1 : 0;
   int rc = mode == "recall"
                ? recall(root, only, argc > 4 ? argv[4] : "mlx/backend/vulkan", argc > 5 ? std::stoul(argv[5]) : 25)
                : targets(root, mode);
