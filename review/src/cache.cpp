@@ -163,20 +163,6 @@ static bool traceOn() {
   return on;
 }
 
-static void identifiersOf(const std::string& text, std::set<std::string>& out) {
-  for (size_t i = 0; i < text.size();) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (!(std::isalpha(c) || c == '_')) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
-    out.insert(text.substr(i, j - i));
-    i = j;
-  }
-}
-
 static json stamp(const std::string& path) {
   std::error_code ec;
   auto size = fs::file_size(path, ec);
@@ -262,7 +248,7 @@ static std::string preparePch(const ParseOptions& opts, const std::string& cache
     for (auto& f : inputs) {
       if (f == header) continue;
       std::string t;
-      if (readFile(f, t)) identifiersOf(t, names);
+      if (readFile(f, t)) identifiersIn(t, names);
     }
     for (auto& m : opts.prefix.treeMacros)
       if (names.count(m)) {

@@ -26,19 +26,12 @@ std::string normal(const fs::path& p) {
   return ec ? p.lexically_normal().string() : c.string();
 }
 
+// The identifiers of a preprocessor line, without the operators that look like identifiers.
 void identifiers(const std::string& text, std::set<std::string>& out) {
-  for (size_t i = 0; i < text.size();) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (!(std::isalpha(c) || c == '_')) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
-    std::string id = text.substr(i, j - i);
+  std::set<std::string> found;
+  identifiersIn(text, found);
+  for (const std::string& id : found)
     if (id != "defined" && id != "__has_include" && id != "__has_include_next") out.insert(id);
-    i = j;
-  }
 }
 
 }  // namespace
@@ -166,6 +159,20 @@ PrefixScan scanPrefix(const ParseOptions& opts) {
     visit(u, seen, outsideSeen);
   }
   return out;
+}
+
+void identifiersIn(const std::string& text, std::set<std::string>& out) {
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (!(std::isalpha(c) || c == '_')) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+    out.insert(text.substr(i, j - i));
+    i = j;
+  }
 }
 
 }  // namespace m2v::review

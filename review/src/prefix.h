@@ -24,4 +24,7 @@ struct PrefixScan {
 // the outside headers they include unconditionally: not inside #if blocks other than an include guard.
 PrefixScan scanPrefix(const ParseOptions& opts);
 
+// Adds every C identifier of `text` to `out` (a cheap textual scan: comments and strings are not told apart).
+void identifiersIn(const std::string& text, std::set<std::string>& out);
+
 }  // namespace m2v::review
