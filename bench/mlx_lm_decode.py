@@ -117,6 +117,21 @@ def mlx_prompt(ns, model, tokens):
     return logits, cache
 
 
+def mlx_prompt_then_decode(ns, model, prompt, steps):
+    """A prompt from an empty cache, then `steps` decode steps. Returns the host seconds of each and metal2vk's
+    counters just before and after the decode steps."""
+    mx = ns[0]
+    t = time.perf_counter()
+    logits, cache = mlx_prompt(ns, model, prompt)
+    prompt_s = time.perf_counter() - t
+    first = mx.argmax(logits, axis=-1)
+    mx.eval(first)
+    before, t = metal_statistics(), time.perf_counter()
+    mlx_decode(ns, model, cache, first, steps)
+    decode_s = time.perf_counter() - t
+    return prompt_s, decode_s, before, metal_statistics()
+
+
 def mlx_decode(ns, model, cache, first_token, steps, keep_logits=False):
     """Greedy decoding as mlx-lm's generate_step does it: step n+1 is queued before token n is read."""
     mx = ns[0]
@@ -237,7 +252,7 @@ class TorchDecoder:
     """The decoder of mlx-lm's llama.py / qwen3.py, written for PyTorch: same weights (by MLX's parameter names),
     same RoPE frequencies, RMSNorm as MLX computes it (normalised in float32, rounded, then scaled)."""
 
-    def __init__(self, config, weights, dtype, prompt_len, max_len):
+    def __init__(self, config, weights, dtype, max_len):
         import torch
         self.torch = torch
         self.c = config
@@ -318,19 +333,16 @@ class TorchDecoder:
         return (h @ self.W(head).T)[:, -1, :].float()
 
 
-def torch_generate(model, prompt, steps, first_token=None):
-    """Prompt then greedy decode on the GPU, no host sync per token. Returns the tokens (after a final sync)."""
-    torch = model.torch
+def torch_generate(model, prompt, steps, after_prompt=None):
+    """Prompt then `steps` greedy decode steps, queued on the GPU with no host sync per token; `after_prompt` (a CUDA
+    event) is recorded between the two."""
     logits = model.forward(prompt, 0)
-    y = logits.argmax(-1, keepdim=True) if first_token is None else first_token
-    out = []
+    if after_prompt is not None:
+        after_prompt.record()
     pos = prompt.shape[1]
     for _ in range(steps):
-        out.append(y)
-        logits = model.forward(y, pos)
-        y = logits.argmax(-1, keepdim=True)
+        logits = model.forward(logits.argmax(-1, keepdim=True), pos)
         pos += 1
-    return torch.cat(out, dim=1)
 
 
 # ------------------------------------------------------------------------------------------------ measurement
@@ -411,17 +423,11 @@ def measure(args, ns, name, precision, torch_ok):
 
     rng = np.random.default_rng(args.seed)
     prompt = rng.integers(0, config["vocab_size"], size=args.prompt).astype(np.int32)
+    max_len = args.prompt + args.decode + 8  # the PyTorch decoder's preallocated KV cache
 
     if args.profile_child:
-        logits, cache = mlx_prompt(ns, model, prompt)
-        mlx_decode(ns, model, cache, mx.argmax(logits, axis=-1), 8)  # warm up: every kernel compiled
-        logits, cache = mlx_prompt(ns, model, prompt)
-        first = mx.argmax(logits, axis=-1)
-        mx.eval(first)
-        before, t = metal_statistics(), time.perf_counter()
-        mlx_decode(ns, model, cache, first, args.decode)
-        wall = time.perf_counter() - t
-        after = metal_statistics()
+        mlx_prompt_then_decode(ns, model, prompt, 8)  # warm up: every kernel compiled
+        _, wall, before, after = mlx_prompt_then_decode(ns, model, prompt, args.decode)
         n = args.decode
         kernels = {k: [d, ns_] for k, d, ns_ in before["kernels"]}
         per_kernel = []
@@ -450,14 +456,15 @@ def measure(args, ns, name, precision, torch_ok):
     if torch_ok:
         if precision == "q4":
             reference_weights = dict(weights)
-            matrices = [n for n, s in names_shapes if len(s) == 2 and s[-1] % GROUP == 0]
-            for n in matrices:
-                packed, scales, biases, dq = torch_affine_quantize(weights[n])
-                reference_weights[n] = dq
             # mx.quantize against this file's quantizer on the first rows of one matrix
-            probe = "model.layers.0.self_attn.k_proj"
+            probe = "model.layers.0.self_attn.k_proj.weight"
             layer = model.model.layers[0].self_attn.k_proj
-            packed, scales, biases, dq = torch_affine_quantize(weights[probe + ".weight"])
+            for n, shape in names_shapes:
+                if len(shape) == 2 and shape[-1] % GROUP == 0:
+                    quantized = torch_affine_quantize(weights[n])
+                    reference_weights[n] = quantized[3]
+                    if n == probe:
+                        packed, _, _, dq = quantized
             rows = 64
             mx_packed = np.array(layer.weight[:rows]).astype(np.int64)
             ours = packed[:rows].cpu().numpy()
@@ -468,13 +475,12 @@ def measure(args, ns, name, precision, torch_ok):
                 "dequantized_max_abs_diff": float(np.max(np.abs(mx_dq - dq[:rows].float().cpu().numpy()))),
             }
         import torch
-        max_len = args.prompt + args.decode + 8
         prompt_t = torch.tensor(prompt, device="cuda", dtype=torch.int64)[None]
         fed = torch.tensor([fed_tokens], device="cuda", dtype=torch.int64)
         errors = {}
         logits_by = {}
         for label, dtype in (("float32", torch.float32), ("bf16", torch.bfloat16)):
-            tm = TorchDecoder(config, reference_weights, dtype, args.prompt, max_len)
+            tm = TorchDecoder(config, reference_weights, dtype, max_len)
             with torch.no_grad():
                 out = [tm.forward(prompt_t, 0)[0].cpu().numpy()]
                 for s in range(check_steps):
@@ -493,26 +499,15 @@ def measure(args, ns, name, precision, torch_ok):
         log(f"  logits: {result['logits']}")
 
     # --- timing, MLX
-    stats0 = metal_statistics()
-    logits, cache = mlx_prompt(ns, model, prompt)  # warm-up (kernels compiled above; clocks up)
-    mlx_decode(ns, model, cache, mx.argmax(logits, axis=-1), 16)
+    mlx_prompt_then_decode(ns, model, prompt, 16)  # warm-up (kernels compiled above; clocks up)
     best_prompt = best_decode = float("inf")
     for _ in range(args.reps):
-        t = time.perf_counter()
-        logits, cache = mlx_prompt(ns, model, prompt)
-        best_prompt = min(best_prompt, time.perf_counter() - t)
-        first = mx.argmax(logits, axis=-1)
-        mx.eval(first)
-        s0 = metal_statistics()
-        t = time.perf_counter()
-        mlx_decode(ns, model, cache, first, args.decode)
-        elapsed = time.perf_counter() - t
-        s1 = metal_statistics()
+        prompt_s, elapsed, s0, s1 = mlx_prompt_then_decode(ns, model, prompt, args.decode)
+        best_prompt = min(best_prompt, prompt_s)
         if elapsed < best_decode:
             best_decode = elapsed
             result["mlx_dispatches_per_token"] = (s1["dispatches"] - s0["dispatches"]) / args.decode
             result["mlx_command_buffers_per_token"] = (s1["command_buffers"] - s0["command_buffers"]) / args.decode
-    del stats0
     result["mlx_prompt_tps"] = args.prompt / best_prompt
     result["mlx_decode_tps"] = args.decode / best_decode
     context = args.prompt + args.decode / 2
@@ -528,8 +523,7 @@ def measure(args, ns, name, precision, torch_ok):
     # --- timing, PyTorch (same weights; q4: the dequantized bf16 weights, PyTorch has no 4-bit matmul here)
     if torch_ok:
         import torch
-        max_len = args.prompt + args.decode + 8
-        tm = TorchDecoder(config, reference_weights, torch.bfloat16, args.prompt, max_len)
+        tm = TorchDecoder(config, reference_weights, torch.bfloat16, max_len)
         prompt_t = torch.tensor(prompt, device="cuda", dtype=torch.int64)[None]
         variants = [("eager", tm.forward)]
         if args.torch_compile:
@@ -544,14 +538,7 @@ def measure(args, ns, name, precision, torch_ok):
                     for _ in range(args.reps):
                         e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
                         e0.record()
-                        logits = tm.forward(prompt_t, 0)
-                        e1.record()
-                        y = logits.argmax(-1, keepdim=True)
-                        pos = args.prompt
-                        for _ in range(args.decode):
-                            logits = tm.forward(y, pos)
-                            y = logits.argmax(-1, keepdim=True)
-                            pos += 1
+                        torch_generate(tm, prompt_t, args.decode, after_prompt=e1)
                         e2.record()
                         torch.cuda.synchronize()
                         bp = min(bp, e0.elapsed_time(e1) / 1e3)
