@@ -279,7 +279,7 @@ def main():
     print('device: %s' % (device.stdout.strip() or device.stderr.strip()[-300:]), flush=True)
 
     totals = {'pass': 0, 'fail': 0, 'skip': 0}
-    report = OrderedDict()
+    report = {}
     start = time.monotonic()
     def timed_run(test_file):
         file_start = time.monotonic()
@@ -288,7 +288,7 @@ def main():
     def write_json():
         with open(args.json, 'w') as f:
             json.dump({'device': device.stdout.strip(), 'seconds': round(time.monotonic() - start, 1),
-                       'files': report}, f, indent=1)
+                       'files': dict(sorted(report.items()))}, f, indent=1)
 
     pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
     runs = {pool.submit(timed_run, test_file): test_file for test_file in files}
@@ -306,7 +306,6 @@ def main():
         for test, (outcome, detail) in results.items():
             if outcome == 'fail':
                 print('    FAIL %s: %s' % (test, ' '.join(detail.split())[:300]), flush=True)
-        report = OrderedDict(sorted(report.items()))
         if args.json:
             write_json()
     refused, others = failure_causes(report)
