@@ -101,27 +101,13 @@ class WideAccessTTI : public llvm::TargetTransformInfoImplBase {
   }
 };
 
-llvm::Value* accessPointer(llvm::Instruction& i) {
-  if (auto* l = llvm::dyn_cast<llvm::LoadInst>(&i)) return l->getPointerOperand();
-  if (auto* s = llvm::dyn_cast<llvm::StoreInst>(&i)) return s->getPointerOperand();
-  return nullptr;
-}
-
-llvm::Type* accessType(llvm::Instruction& i) {
-  if (auto* l = llvm::dyn_cast<llvm::LoadInst>(&i)) return l->getType();
-  return llvm::cast<llvm::StoreInst>(i).getValueOperand()->getType();
-}
-
-llvm::Align accessAlign(llvm::Instruction& i) {
-  if (auto* l = llvm::dyn_cast<llvm::LoadInst>(&i)) return l->getAlign();
-  return llvm::cast<llvm::StoreInst>(i).getAlign();
-}
-
 unsigned countBufferAccesses(llvm::Function& f) {
   unsigned n = 0;
   for (llvm::BasicBlock& bb : f)
     for (llvm::Instruction& i : bb)
-      if (llvm::Value* p = accessPointer(i); p && isBufferSpace(p->getType()->getPointerAddressSpace())) ++n;
+      if (llvm::Value* p = llvm::getLoadStorePointerOperand(&i);
+          p && isBufferSpace(p->getType()->getPointerAddressSpace()))
+        ++n;
   return n;
 }
 
@@ -403,15 +389,16 @@ llvm::Function* widenedCopy(llvm::Function& f, const std::vector<llvm::Value*>& 
   llvm::SmallPtrSet<llvm::Value*, 32> seen;
   for (llvm::BasicBlock& bb : *copy)
     for (llvm::Instruction& i : bb) {
-      llvm::Value* p = accessPointer(i);
+      llvm::Value* p = llvm::getLoadStorePointerOperand(&i);
       if (!p || !isBufferSpace(p->getType()->getPointerAddressSpace())) continue;
-      llvm::Type* t = accessType(i);
+      llvm::Type* t = llvm::getLoadStoreType(&i);
       if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t); vt && vt->getNumElements() > kMaxLanes)
         expressible = false;
       // A vector access may rely on facts (the trial copy assumed all of them); scalar accesses realigned in the
       // trial do not matter: the fast copy assumes only the facts found here, so whatever it realigns follows from
       // checked facts. Collecting more facts than needed only makes the fast path rarer.
-      if (needed && t->isVectorTy() && accessAlign(i).value() > 1) factsUnder(p, factOfCopy, seen, *needed);
+      if (needed && t->isVectorTy() && llvm::getLoadStoreAlignment(&i).value() > 1)
+        factsUnder(p, factOfCopy, seen, *needed);
     }
   for (llvm::CallInst* a : assumes) {
     llvm::Value* cond = a->getArgOperand(0);
