@@ -176,10 +176,12 @@ class DiagnosticForwarder : public clang::DiagnosticConsumer {
     if (stopped_) return;  // what follows an unsupported construct are its consequences
     std::string message = text.str().str();
     static constexpr llvm::StringLiteral kUnsupported = "metal2vk unsupported: ";
-    bool unsupported = sev == Severity::Error && llvm::StringRef(message).starts_with(kUnsupported);
+    // Our headers say so with #error or, inside templates, static_assert ("static assertion failed: metal2vk ...")
+    size_t at = sev == Severity::Error ? llvm::StringRef(message).find(kUnsupported) : llvm::StringRef::npos;
+    bool unsupported = at != llvm::StringRef::npos;
     if (unsupported) {
       sev = Severity::Unsupported;
-      message = message.substr(kUnsupported.size()) + " (this construct is not supported by metal2vk yet)";
+      message = message.substr(at + kUnsupported.size()) + " (this construct is not supported by metal2vk yet)";
       stopped_ = true;
     }
     Diagnostic d{sev, {}, 0, 0, std::move(message), {}};

@@ -67,6 +67,11 @@ struct WideBoolVectorsPass : llvm::PassInfoMixin<WideBoolVectorsPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
 };
 
+// Functions with vectors of more than four lanes (other than bool vectors) are scalarized (SPIR-V vectors have 2 to 4).
+struct SplitWideVectorsPass : llvm::PassInfoMixin<SplitWideVectorsPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
 // memcpy/memmove/memset become explicit loads and stores (SPIR-V has no such operations for our pointers).
 struct ExpandMemoryIntrinsicsPass : llvm::PassInfoMixin<ExpandMemoryIntrinsicsPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);

@@ -161,6 +161,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(llvm::InstCombinePass());
     fpm.addPass(MergeSelectedAllocasPass());
     fpm.addPass(WideBoolVectorsPass());
+    fpm.addPass(SplitWideVectorsPass());
     llvm::ModulePassManager mpm;
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
     // Wide device accesses need resolved address spaces and add a branch the structurizer must see.

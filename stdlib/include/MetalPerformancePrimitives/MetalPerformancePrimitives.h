@@ -1,3 +1,213 @@
-// metal2vk metal_stdlib: Metal 4's MetalPerformancePrimitives (tensor matrix operations) are not supported yet.
-// Including this header stops the compile with exit code 3, reported at the user's #include.
-#error metal2vk unsupported: Metal 4 MetalPerformancePrimitives (tensor operations)
+// -*- C++ -*-  metal2vk metal_stdlib: MetalPerformancePrimitives' matrix multiply on cooperative tensors
+// (mpp::tensor_ops::matmul2d with execution_simdgroup), as Metal 4 kernels use it between registers.
+//
+// A cooperative tensor of a matmul2d operand holds the operand as it is stored (M x K for the left input, K x N for
+// the right, M x N for the destination; K x M and N x K when the descriptor transposes them), in 16 x 16 blocks in
+// row-major block order, 8 elements per lane and block. Element i of a block is at row fm + 8 * (i / 4), column
+// fn + i % 4 of the block, with q = lane / 4, fm = (q & 4) | ((lane >> 1) & 3), fn = ((q & 2) | (lane & 1)) * 4
+// (docs/STDLIB.md). Apple leaves this layout to the implementation; MLX's NAX kernels fix it (BaseNAXFrag), so it is
+// ours.
+//
+// run() is built from 8 x 8 simdgroup_matrix multiplies, so it takes their paths: the device's matrix units where the
+// lowering can (lower/CooperativeMatrix.cpp), subgroup shuffles otherwise. A 16 x 16 block splits into four 8 x 8
+// fragments in Apple's lane layout without moving data between lanes: rows r and r + 8, and the lane's columns
+// {0, 1} and {2, 3} of its four (columns {0,1,4,5,8,9,12,13} and {2,3,6,7,10,11,14,15} of the block, in that order).
+// A destination and a right input that is not transposed split that way as they are; a left input (whose columns
+// are the shared dimension) and a transposed right input are regrouped with shuffles first.
+// Tensor memory operands (tensor<...>) and execution_simdgroups<N> are not implemented: exit code 3 at the use.
+#ifndef __M2V_METAL_PERFORMANCE_PRIMITIVES
+#define __M2V_METAL_PERFORMANCE_PRIMITIVES
+#include <metal_simdgroup_matrix>
+#include <metal_tensor>
+
+namespace mpp {
+namespace tensor_ops {
+
+template <class T> struct dynamic_length {
+  static constexpr T value = T(-1);
+};
+template <class T> constexpr T dynamic_length_v = dynamic_length<T>::value;
+
+struct matmul2d_descriptor {
+  enum class mode { multiply, multiply_accumulate };
+  int m, n, k;
+  bool transpose_left, transpose_right;
+  bool relaxed_precision;
+  mode matmul_mode;
+
+  constexpr matmul2d_descriptor(int __m, int __n, int __k = dynamic_length_v<int>, bool __transpose_left = false,
+                                bool __transpose_right = false, bool __relaxed_precision = false,
+                                mode __matmul_mode = mode::multiply)
+      : m(__m), n(__n), k(__k), transpose_left(__transpose_left), transpose_right(__transpose_right),
+        relaxed_precision(__relaxed_precision), matmul_mode(__matmul_mode) {}
+  // Metal 4 passes the descriptor itself as a template argument (a C++20 class-type parameter); the C++17 front end
+  // takes it as this packed integer, through this conversion, and unpacks it below.
+  constexpr operator long() const {
+    return long(m & 0xffff) | long(n & 0xffff) << 16 | long(k & 0xffff) << 32 | long(transpose_left) << 48 |
+           long(transpose_right) << 49 | long(relaxed_precision) << 50 |
+           long(matmul_mode == mode::multiply_accumulate) << 51;
+  }
+};
+
+} // namespace tensor_ops
+} // namespace mpp
+
+namespace __m2v {
+namespace nax {
+struct desc {
+  int m, n, k;
+  bool ta, tb, accumulate;
+  static constexpr desc of(long d) {
+    return desc{int(d & 0xffff), int((d >> 16) & 0xffff), int(short((d >> 32) & 0xffff)), bool((d >> 48) & 1),
+                bool((d >> 49) & 1), bool((d >> 51) & 1)};
+  }
+};
+
+// A cooperative tensor: Rows x Cols as stored, in 16 x 16 blocks (row-major block order), 8 elements per lane each.
+template <class T, int Rows, int Cols> struct coop {
+  static_assert(Rows % 16 == 0 && Cols % 16 == 0,
+                "metal2vk unsupported: matmul2d cooperative tensors whose sides are not multiples of 16");
+  static constexpr int kBlocksDown = Rows / 16, kBlocksAcross = Cols / 16, kSize = Rows * Cols / 32;
+  typedef T value_type;
+  T __e[kSize];
+  METAL_FUNC thread T &operator[](int i) thread { return __e[i]; }
+  METAL_FUNC const thread T &operator[](int i) const thread { return __e[i]; }
+  METAL_FUNC static constexpr int get_capacity() { return kSize; }
+  METAL_FUNC constexpr int size() const thread { return kSize; }
+  // the 8 elements of block (r, c)
+  METAL_FUNC thread T *block(int r, int c) thread { return __e + (r * kBlocksAcross + c) * 8; }
+  METAL_FUNC const thread T *block(int r, int c) const thread { return __e + (r * kBlocksAcross + c) * 8; }
+};
+
+// The 8 x 8 fragment (rows 8 * h.., lane column pair p) of a block, and back.
+template <class F, class T> METAL_FUNC F frag_of(const thread T *b, int h, int p) {
+  F f;
+  f.__e = vec_ctor<metal::vec<typename F::value_type, 2>>(b[h * 4 + p * 2], b[h * 4 + p * 2 + 1]);
+  return f;
+}
+template <class F, class T> METAL_FUNC void store_frag(thread T *b, int h, int p, const thread F &f) {
+  b[h * 4 + p * 2] = T(f.__e[0]);
+  b[h * 4 + p * 2 + 1] = T(f.__e[1]);
+}
+
+// The 8 x 8 fragment of a block's rows 8h.. and its columns 8c.. in natural order (Apple's lane layout): the lane's
+// pair at row fm, columns 8c + 4 * b3 + 2 * b0 (+1) is held by the lane with bit 3 = c and bit 0 = b3, as its pair
+// b0 of row half h. Two shuffles: the source's two pairs; each lane keeps the one its bit 0 names.
+template <class F, class T> METAL_FUNC F natural_columns(const thread T *b, int h, int c, uint lane) {
+  using E = typename F::value_type;
+  ushort src = ushort((lane & ~9u) | (uint(c) << 3) | ((lane >> 3) & 1u));
+  metal::vec<E, 2> lo = metal::simd_shuffle(vec_ctor<metal::vec<E, 2>>(b[h * 4], b[h * 4 + 1]), src);
+  metal::vec<E, 2> hi = metal::simd_shuffle(vec_ctor<metal::vec<E, 2>>(b[h * 4 + 2], b[h * 4 + 3]), src);
+  F f;
+  f.__e = (lane & 1u) ? hi : lo;
+  return f;
+}
+
+// Element (r, c) of a 16 x 16 block for every lane's own (r, c): owner lane and index from the layout; `index` may
+// differ between lanes, so every candidate index is shuffled and the lane keeps its own.
+template <class E, class T> METAL_FUNC E gather(const thread T *b, uint r, uint c) {
+  ushort src = ushort(((r & 4u) << 2) | ((r & 3u) << 1) | ((c >> 3) << 3) | ((c >> 2) & 1u));
+  uint index = (r >> 3) * 4 + (c & 3u);
+  E v = E(0);
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < 8; ++i) {
+    E s = metal::simd_shuffle(E(b[i]), src);
+    v = index == i ? s : v;
+  }
+  return v;
+}
+
+// Block (bi, bj) of a cooperative tensor's transpose, as a block in the layout (8 elements of this lane).
+template <class E, class T> METAL_FUNC void transposed_block(thread E *out, const thread T *b, uint lane) {
+  uint q = lane >> 2, fm = (q & 4u) | ((lane >> 1) & 3u), fn = ((q & 2u) | (lane & 1u)) * 4u;
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < 8; ++i) out[i] = gather<E>(b, fn + (i & 3u), fm + (i >> 2) * 8u);
+}
+
+template <long D, class Scope> struct matmul2d_impl {
+  static_assert(__m2v::same_v<Scope, metal::execution_simdgroup>,
+                "metal2vk unsupported: matmul2d with an execution scope other than execution_simdgroup");
+  static constexpr desc d = desc::of(D);
+  static_assert(d.m > 0 && d.n > 0 && d.k > 0 && d.m % 16 == 0 && d.n % 16 == 0 && d.k % 16 == 0,
+                "metal2vk unsupported: matmul2d on cooperative tensors needs static m, n, k that are multiples of 16");
+  static constexpr int M = d.m, N = d.n, K = d.k;
+  static constexpr int LeftRows = d.ta ? K : M, LeftCols = d.ta ? M : K;
+  static constexpr int RightRows = d.tb ? N : K, RightCols = d.tb ? K : N;
+
+  template <class A, class B, class C> METAL_FUNC coop<A, LeftRows, LeftCols> get_left_input_cooperative_tensor() {
+    return coop<A, LeftRows, LeftCols>();
+  }
+  template <class A, class B, class C> METAL_FUNC coop<B, RightRows, RightCols> get_right_input_cooperative_tensor() {
+    return coop<B, RightRows, RightCols>();
+  }
+  template <class LeftCoop, class RightCoop, class C>
+  METAL_FUNC coop<C, M, N> get_destination_cooperative_tensor() {
+    return coop<C, M, N>();
+  }
+
+  // dst = left * right (+ dst with multiply_accumulate)
+  template <class TA, class TB, class TC>
+  METAL_FUNC void run(const thread coop<TA, LeftRows, LeftCols> &left, const thread coop<TB, RightRows, RightCols> &right,
+                      thread coop<TC, M, N> &dst) {
+    using FA = metal::simdgroup_matrix<TA, 8, 8>;
+    using FB = metal::simdgroup_matrix<TB, 8, 8>;
+    using FC = metal::simdgroup_matrix<float, 8, 8>;
+    uint lane = __m2v::simd_lane_id();
+#pragma clang loop unroll(full)
+    for (int bm = 0; bm < M / 16; ++bm) {
+      // The left input's rows bm as four natural 8 x 8 fragments per k block: [h][k block][column half]
+      FA a[2][K / 16][2];
+#pragma clang loop unroll(full)
+      for (int bk = 0; bk < K / 16; ++bk) {
+        if constexpr (!d.ta) {
+#pragma clang loop unroll(full)
+          for (int h = 0; h < 2; ++h)
+#pragma clang loop unroll(full)
+            for (int c = 0; c < 2; ++c) a[h][bk][c] = natural_columns<FA>(left.block(bm, bk), h, c, lane);
+        } else {
+          TA t[8];
+          transposed_block<TA>(t, left.block(bk, bm), lane);
+#pragma clang loop unroll(full)
+          for (int h = 0; h < 2; ++h)
+#pragma clang loop unroll(full)
+            for (int c = 0; c < 2; ++c) a[h][bk][c] = natural_columns<FA>(t, h, c, lane);
+        }
+      }
+#pragma clang loop unroll(full)
+      for (int bn = 0; bn < N / 16; ++bn) {
+        thread TC *cb = dst.block(bm, bn);
+#pragma clang loop unroll(full)
+        for (int h = 0; h < 2; ++h)
+#pragma clang loop unroll(full)
+          for (int p = 0; p < 2; ++p) {
+            FC acc = d.accumulate ? frag_of<FC>(cb, h, p) : metal::make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+#pragma clang loop unroll(full)
+            for (int bk = 0; bk < K / 16; ++bk) {
+              TB t[8];
+              const thread TB *rb;
+              if constexpr (d.tb) {
+                transposed_block<TB>(t, right.block(bn, bk), lane);
+                rb = t;
+              } else {
+                rb = right.block(bk, bn);
+              }
+#pragma clang loop unroll(full)
+              for (int kh = 0; kh < 2; ++kh)
+                metal::simdgroup_multiply_accumulate(acc, a[h][bk][kh], frag_of<FB>(rb, kh, p), acc);
+            }
+            store_frag(cb, h, p, acc);
+          }
+      }
+    }
+  }
+};
+} // namespace nax
+} // namespace __m2v
+
+namespace mpp {
+namespace tensor_ops {
+// C = A * B (+ C): M x N x K on cooperative tensors of one simdgroup.
+template <long Descriptor, class Scope> struct matmul2d : __m2v::nax::matmul2d_impl<Descriptor, Scope> {};
+} // namespace tensor_ops
+} // namespace mpp
+#endif

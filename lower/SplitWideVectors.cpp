@@ -1,0 +1,38 @@
+// Vectors of more than four lanes that are not bool vectors (`vec<half, 8>`, the register fragments of Metal 4
+// matrix kernels) have no SPIR-V type. A function that has one is scalarized whole by LLVM's scalarizer, loads
+// and stores included; functions without one are left exactly as they are. Runs after WideBoolVectorsPass, which
+// gives wide bool vectors their own form.
+#include <llvm/IR/Instructions.h>
+#include <llvm/Transforms/Scalar/Scalarizer.h>
+
+#include "Passes.h"
+
+namespace m2v::lower {
+namespace {
+
+bool isWide(const llvm::Type* t) {
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t);
+  return vt && vt->getNumElements() > 4;
+}
+
+bool hasWideVector(const llvm::Function& f) {
+  for (const llvm::BasicBlock& bb : f)
+    for (const llvm::Instruction& i : bb) {
+      if (isWide(i.getType())) return true;
+      for (const llvm::Use& u : i.operands())
+        if (isWide(u->getType())) return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+llvm::PreservedAnalyses SplitWideVectorsPass::run(llvm::Function& f, llvm::FunctionAnalysisManager& am) {
+  if (!hasWideVector(f)) return llvm::PreservedAnalyses::all();
+  llvm::ScalarizerPassOptions options;
+  options.ScalarizeLoadStore = true;
+  options.ScalarizeVariableInsertExtract = true;
+  return llvm::ScalarizerPass(options).run(f, am);
+}
+
+}  // namespace m2v::lower
