@@ -67,9 +67,17 @@ struct WideBoolVectorsPass : llvm::PassInfoMixin<WideBoolVectorsPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
 };
 
-// Functions with vectors of more than four lanes (other than bool vectors) are scalarized (SPIR-V vectors have 2 to 4).
-struct SplitWideVectorsPass : llvm::PassInfoMixin<SplitWideVectorsPass> {
+// Integers of widths SPIR-V lacks (i5, i24, ...) are computed in the next wider legal type.
+struct WidenOddIntegersPass : llvm::PassInfoMixin<WidenOddIntegersPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
+// Functions with vectors of more than four lanes (other than bool vectors) are scalarized (SPIR-V vectors have 2 to 4).
+// With fragmentBits, into vectors of at most that many bits.
+struct SplitWideVectorsPass : llvm::PassInfoMixin<SplitWideVectorsPass> {
+  explicit SplitWideVectorsPass(unsigned fragmentBits = 0) : fragmentBits(fragmentBits) {}
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+  unsigned fragmentBits;
 };
 
 // memcpy/memmove/memset become explicit loads and stores (SPIR-V has no such operations for our pointers).

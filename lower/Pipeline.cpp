@@ -137,6 +137,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     llvm::FunctionPassManager cleanup;
     cleanup.addPass(llvm::InstCombinePass());
     cleanup.addPass(llvm::SimplifyCFGPass());
+    cleanup.addPass(SplitWideVectorsPass(64));
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cleanup)));
     mpm.addPass(CooperativeMatrixPass());
     mpm.addPass(LoadFragmentsInDeviceLayoutPass());
@@ -162,6 +163,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(MergeSelectedAllocasPass());
     fpm.addPass(WideBoolVectorsPass());
     fpm.addPass(SplitWideVectorsPass());
+    fpm.addPass(WidenOddIntegersPass());
     llvm::ModulePassManager mpm;
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
     // Wide device accesses need resolved address spaces and add a branch the structurizer must see.

@@ -1,0 +1,156 @@
+"""MetalPerformancePrimitives' matmul2d on cooperative tensors (Metal 4), on both simdgroup-matrix paths.
+
+Each kernel fills its cooperative tensors element by element through the documented layout (docs/STDLIB.md: 16x16
+blocks in row-major block order; element i of a block at row fm + 8 * (i / 4), column fn + i % 4), runs one
+matmul2d, and writes the destination back through the same layout, so a wrong layout or a wrong product both show.
+Inputs are small multiples of 1/4: every product and sum is exact in half, bfloat and float, so results are
+compared exactly with a float64 reference. The kernels need 32-wide simdgroups (not lavapipe: skipped there)."""
+import os
+
+import numpy as np
+import pytest
+
+import metal2vk as m2v
+
+SOURCE = """
+#include <metal_stdlib>
+#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
+using namespace metal;
+
+// (column, row) of a lane's element i within a 16x16 block
+inline short2 block_position(ushort lane, int i) {
+  short q = lane >> 2;
+  short fm = (q & 4) | ((lane >> 1) & 3);
+  short fn = ((q & 2) | (lane & 1)) * 4;
+  return short2(fn + i % 4, fm + (i / 4) * 8);
+}
+
+// a cooperative tensor of a Rows x Cols row-major matrix, from memory or back
+template <class CT, class T>
+inline void fill(thread CT& ct, const device T* src, int rows, int cols, ushort lane) {
+  for (int b = 0; b < (rows / 16) * (cols / 16); ++b)
+    for (int i = 0; i < 8; ++i) {
+      short2 p = block_position(lane, i);
+      ct[b * 8 + i] = src[((b / (cols / 16)) * 16 + p.y) * cols + (b % (cols / 16)) * 16 + p.x];
+    }
+}
+template <class CT>
+inline void drain(const thread CT& ct, device float* dst, int rows, int cols, ushort lane) {
+  for (int b = 0; b < (rows / 16) * (cols / 16); ++b)
+    for (int i = 0; i < 8; ++i) {
+      short2 p = block_position(lane, i);
+      dst[((b / (cols / 16)) * 16 + p.y) * cols + (b % (cols / 16)) * 16 + p.x] = ct[b * 8 + i];
+    }
+}
+
+// C = A * B (+ C): A stored M x K (K x M when TA), B stored K x N (N x K when TB), C M x N float
+template <class T, int M, int N, int K, bool TA, bool TB, bool ACC>
+[[kernel]] void mm(const device T* A [[buffer(0)]], const device T* B [[buffer(1)]], device float* C [[buffer(2)]],
+                   ushort lane [[thread_index_in_simdgroup]]) {
+  constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(
+      M, N, K, TA, TB, true,
+      ACC ? mpp::tensor_ops::matmul2d_descriptor::mode::multiply_accumulate
+          : mpp::tensor_ops::matmul2d_descriptor::mode::multiply);
+  mpp::tensor_ops::matmul2d<desc, execution_simdgroup> op;
+  auto a = op.template get_left_input_cooperative_tensor<T, T, float>();
+  auto b = op.template get_right_input_cooperative_tensor<T, T, float>();
+  auto c = op.template get_destination_cooperative_tensor<remove_addrspace_t<decltype(a)>,
+                                                         remove_addrspace_t<decltype(b)>, float>();
+  fill(a, A, TA ? K : M, TA ? M : K, lane);
+  fill(b, B, TB ? N : K, TB ? K : N, lane);
+  fill(c, C, M, N, lane);
+  op.run(a, b, c);
+  drain(c, C, M, N, lane);
+}
+
+#define MM(name, T, M, N, K, TA, TB, ACC) \\
+  template [[host_name(#name)]] [[kernel]] void mm<T, M, N, K, TA, TB, ACC>( \\
+      const device T*, const device T*, device float*, ushort);
+MM(half_16x32x16_nn, half, 16, 32, 16, false, false, true)
+MM(half_32x16x16_nn, half, 32, 16, 16, false, false, true)
+MM(half_16x32x16_tn, half, 16, 32, 16, true, false, true)
+MM(half_32x16x16_nt, half, 32, 16, 16, false, true, true)
+MM(half_32x32x32_tt, half, 32, 32, 32, true, true, false)
+MM(bfloat_16x32x16_nn, bfloat, 16, 32, 16, false, false, true)
+MM(bfloat_32x16x16_tt, bfloat, 32, 16, 16, true, true, true)
+MM(float_16x32x16_nt, float, 16, 32, 16, false, true, true)
+"""
+
+CASES = {
+    # name: (element, M, N, K, transpose A, transpose B, accumulate)
+    "half_16x32x16_nn": ("half", 16, 32, 16, False, False, True),
+    "half_32x16x16_nn": ("half", 32, 16, 16, False, False, True),
+    "half_16x32x16_tn": ("half", 16, 32, 16, True, False, True),
+    "half_32x16x16_nt": ("half", 32, 16, 16, False, True, True),
+    "half_32x32x32_tt": ("half", 32, 32, 32, True, True, False),
+    "bfloat_16x32x16_nn": ("bfloat", 16, 32, 16, False, False, True),
+    "bfloat_32x16x16_tt": ("bfloat", 32, 16, 16, True, True, True),
+    "float_16x32x16_nt": ("float", 16, 32, 16, False, True, True),
+}
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tensor_ops") / "tensor_ops.metal"
+    path.write_text(SOURCE)
+    return str(path), m2v.compile_library(str(path))
+
+
+def test_builds(lib):
+    _, library = lib
+    # 16-bit products have a cooperative-matrix build; float ones stay on shuffles (no f32 matrix inputs)
+    for name, (element, *_rest) in CASES.items():
+        coop = library[name].cooperative_reflection
+        if element == "float":
+            assert coop is None, name
+        else:
+            assert coop is not None and coop["cooperative_matrix_multiplies"] >= 1, name
+
+
+@pytest.fixture(params=["shuffle", "cooperative"])
+def path(request):
+    old = os.environ.get("M2V_SIMDGROUP_MATRIX")
+    os.environ["M2V_SIMDGROUP_MATRIX"] = request.param
+    yield request.param
+    if old is None:
+        del os.environ["M2V_SIMDGROUP_MATRIX"]
+    else:
+        os.environ["M2V_SIMDGROUP_MATRIX"] = old
+
+
+def bfloat_bits(x):
+    return (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matmul2d(lib, path, name):
+    element, M, N, K, ta, tb, acc = CASES[name]
+    if path == "cooperative" and element != "float":
+        why = m2v.cooperative_matrix_unavailable_reason("bf16" if element == "bfloat" else "f16")
+        if why:
+            pytest.skip(f"cooperative path unavailable for {element}: {why}")
+    rng = np.random.default_rng(sum(map(ord, name)))
+    A = rng.integers(-8, 9, size=(K, M) if ta else (M, K)).astype(np.float32) / 4
+    B = rng.integers(-8, 9, size=(N, K) if tb else (K, N)).astype(np.float32) / 4
+    C = rng.integers(-8, 9, size=(M, N)).astype(np.float32) / 4
+    as_stored = {"half": lambda x: x.astype(np.float16), "bfloat": bfloat_bits, "float": lambda x: x}[element]
+    kernel = m2v.compile_library(lib[0], entries=[name])[name]
+    s = m2v.Stream()
+    try:
+        s.set_kernel(kernel)
+    except m2v.UnsupportedError as e:  # lavapipe: no 32-wide simdgroups
+        pytest.skip(str(e).splitlines()[0])
+    bufs = []
+    for i, x in enumerate([as_stored(A), as_stored(B), C]):
+        b = m2v.Buffer(x.nbytes)
+        s.upload(b, x)
+        s.set_buffer(b, i)
+        bufs.append(b)
+    s.dispatch_threadgroups((1, 1, 1), (32, 1, 1))
+    got = s.read(bufs[2], np.float32, (M, N))
+    a = A.T if ta else A
+    b = B.T if tb else B
+    want = a.astype(np.float64) @ b.astype(np.float64) + (C if acc else 0)
+    np.testing.assert_array_equal(got, want)
+    if element != "float":
+        assert kernel.simdgroup_matrix_path == ("cooperative_matrix" if path == "cooperative" else "shuffle")
