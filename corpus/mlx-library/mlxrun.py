@@ -281,10 +281,12 @@ class Runner:
                                       partial=True)
             self.compile_ms[file] = (time.time() - t0) * 1e3
             self.libs[file] = lib
-            first_error = next((ln for ln in lib.diagnostics.splitlines() if "error" in ln), "")
+            errors = [ln for ln in lib.diagnostics.splitlines() if "error" in ln]
             for e in entries:
                 if e not in lib:
-                    self.compile_errors[(file, e)] = first_error or "entry point not produced"
+                    # the entry's own diagnostic when one names it, else the library's first
+                    own = next((ln for ln in errors if f"'{e}'" in ln), "")
+                    self.compile_errors[(file, e)] = own or (errors[0] if errors else "entry point not produced")
             print(f"compiled {file}: {len(lib)}/{len(entries)} entries in {self.compile_ms[file]:.0f} ms",
                   file=self.log)
 

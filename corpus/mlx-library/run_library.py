@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs MLX's kernel library as MLX launches it, on the default Vulkan device, against numpy references.
 
-    run_library.py [--mlx ROOT] [--filter SUBSTR]... [--family NAME]... [--seed S] [--report PREFIX]
-                   [--floor FILE] [-j N] [--list]
+    run_library.py [--mlx ROOT] [--filter SUBSTR]... [--family NAME]... [--exclude-family NAME]... [--seed S]
+                   [--report PREFIX] [--floor FILE] [-j N] [--list]
 
 Cases live in cases/*.py (see mlxrun.py). Each case ends in one stage: `compile` (an entry point did not compile),
 `refused` (the device cannot run it, e.g. 32-wide simdgroups on lavapipe), `error` (a runtime or harness error),
@@ -114,6 +114,9 @@ def main():
         os.path.dirname(os.path.dirname(HERE)), "..", "shared", "third_party", "mlx"))
     ap.add_argument("--filter", action="append", default=[], help="run cases whose name contains SUBSTR")
     ap.add_argument("--family", action="append", default=[])
+    ap.add_argument("--exclude-family", action="append", default=[], metavar="NAME",
+                    help="leave out the cases of family NAME (the lavapipe ctest leaves out the NAX families: "
+                         "refused there, and minutes to compile)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--report")
     ap.add_argument("--floor")
@@ -129,6 +132,8 @@ def main():
         cases = [c for c in cases if any(f in c.name for f in args.filter)]
     if args.family:
         cases = [c for c in cases if c.family in args.family]
+    if args.exclude_family:
+        cases = [c for c in cases if c.family not in args.exclude_family]
     for spec in args.budget_scale:
         name, _, scale = spec.partition("=")
         matching = [c for c in cases if c.name == name]

@@ -14,8 +14,12 @@ N). The host code picks, with M the number of vectors (all rows of x when w is 2
 the shapes and strides of x, w, scales, biases as setBytes vectors.
 Also GatherQMM (gather_qmv(_fast), gather_qvm, gather_qmm_t/n: x[lhs[i]] against w[rhs[i]], unsorted indices) and
 fast::Quantize (affine_quantize, affine/fp dequantize: the dequantize kernels need no simdgroup functions).
-Not covered: qmm_nax / gather_qmm_nax (NAX GPUs), gather_qmm_rhs (sorted right indices), QQMatmul, global scales
-(`_hgs`), split_k 32 (K > 8192, whose sum takes col_reduce_looped).
+On a NAX device (generation >= 17, Dev.nax), qmm() takes qmm_t_nax (transpose, K % 64 == 0: 64x64 tiles, bm 32 when
+M <= 32; quantized_nax.metal / fp_quantized_nax.metal), gather_qmm takes gather_qmm_t_nax, and sorted right indices
+without left ones (M == 1, B >= 16, B / experts >= 4) take gather_qmm_rhs_nax (function constants 200-202); the
+cases of those routes are cases/nax.py's family quantized_nax.
+Not covered: gather_qmm_rhs without NAX, QQMatmul, global scales (`_hgs`), split_k 32 (K > 8192, whose sum takes
+col_reduce_looped).
 
 The device model: these cases are an M2 (generation 14, base size: vector limit 14/10/6, no NAX) unless the case says
 M3 (generation 15), which sends affine M >= 2 to qmv_wide, or M5Max (generation 17, size 's'), whose nvfp4 qmv_fast
@@ -34,12 +38,18 @@ from mlxhost import ceildiv, collapse_contiguous_dims, row_strides, strided_view
 from mlxrun import DTYPES, Case, i32, itemsize, rounded, vec
 
 FILES = {"affine": "quantized.metal", "fp": "fp_quantized.metal"}
+NAX_FILES = {"affine": "quantized_nax.metal", "fp": "fp_quantized_nax.metal"}  # the NAX (Metal 4 tensor) kernels
 TYPE_STRING = {"f32": "float", "f16": "float16_t", "bf16": "bfloat16_t"}  # get_type_string
 
 
 class Dev:
     def __init__(self, gen=14, size="g", name="M2"):
         self.gen, self.size, self.name = gen, size, name
+
+    @property
+    def nax(self):
+        """metal::is_nax_available(): generation 17 and later (18 for the 'p' class), macOS 26.2 or later assumed."""
+        return self.gen >= (18 if self.size == "p" else 17)
 
 
 M2 = Dev(14, "g", "M2")
@@ -72,8 +82,10 @@ class Q:
     """One quantized_matmul problem: x (shape, strides), w's batch shape, N, K, transpose, mode, group size, bits."""
 
     def __init__(self, mode, dt, x_shape, N, transpose=True, gs=64, bits=4, w_batch=(), x_strides=None, dev=M2,
-                 idx_shape=None, x_offset=0):
+                 idx_shape=None, x_offset=0, sorted_rhs=False):
         self.mode, self.dt, self.transpose, self.dev = mode, dt, transpose, dev
+        # gather_qmm with sorted right indices and no left ones (lhs implied: x's rows in order)
+        self.sorted_rhs = sorted_rhs
         self.x_offset = x_offset  # elements into x's buffer (a slice MLX passes without a copy)
         self.idx_shape = list(idx_shape) if idx_shape is not None else None  # gather_qmm's index shape
         if mode != "affine":
@@ -151,6 +163,15 @@ def plan(q):
                 return dict(name=name, groups=(ceildiv(N, 32), ceildiv(M, 32), split_k), threadgroup=(32, 2, 2),
                             args=a, M=M, route="qmm_splitk", split_k=split_k,
                             reduce=col_reduce_small_plan(dt, split_k, M * N))
+        if q.dev.nax and q.transpose and K % 64 == 0:  # qmm_nax (tf32 on: float32 too)
+            bm = 32 if M <= 32 else 64
+            name = (f"{mode}_qmm_t_nax_{ts}_gs_{gs}_b_{bits}_bm{bm}_bn64_bk64_wm2_wn2"
+                    f"_alN_{'true' if N % 64 == 0 else 'false'}_batch_{int(B > 1)}")
+            a, c = inputs(False)
+            a.update({c: "x", c + 1: "y", c + 2: i32(K), c + 3: i32(N), c + 4: i32(M)})
+            a.update(strides_and_shapes(c + 5, B <= 1))
+            return dict(name=name, groups=(ceildiv(N, 64), ceildiv(M, bm), B), threadgroup=(32, 2, 2), args=a, M=M,
+                        route="qmm")
         name = (f"{mode}_qmm_{'t' if q.transpose else 'n'}_{ts}_gs_{gs}_b_{bits}"
                 + ((f"_alN_{'true' if N % 32 == 0 else 'false'}") if q.transpose else "")
                 + f"_batch_{int(B > 1)}")
@@ -246,6 +267,30 @@ def plan_gather(q, strides_and_shapes, inputs):
         return {start: i32(len(ishape)), start + 1: vec(ishape, np.int32), start + 2: vec(lst, np.int64),
                 start + 3: vec(rst, np.int64)}
 
+    E = int(np.prod(q.w_batch))
+    if q.sorted_rhs and M == 1 and B >= 16 and B // E >= 4:  # gather_qmm_rhs: x's rows in order, lhs implied
+        assert q.dev.nax and q.transpose, "gather_qmm_rhs without NAX not covered"
+        Mx = int(np.prod(q.x_shape)) // K  # the rows of x, broadcast to the indices' shape
+        bm = 32 if Mx // E < 64 else 64  # gather_qmm_rhs_nax
+        name = (f"{mode}_gather_qmm_rhs_nax_nt_{ts}_gs_{gs}_b_{bits}_bm_{bm}_bn_64_bk_64_wm_2_wn_2")
+        a = {0: "x", 1: "w", 2: "s"}
+        c = 3
+        if mode == "affine":
+            a[3] = "b"
+            c = 4
+        a.update({c: "rhs", c + 1: "y", c + 2: i32(Mx), c + 3: i32(N), c + 4: i32(K)})
+        return dict(name=name, groups=(ceildiv(N, 64), ceildiv(Mx, bm), 1), threadgroup=(32, 2, 2), args=a, M=Mx,
+                    route="qmm", constants={200: Mx % bm == 0, 201: N % 64 == 0, 202: K % 64 == 0})
+    if M >= vector_limit and q.dev.nax and q.transpose and K % 64 == 0:  # gather_qmm_nax
+        name = (f"{mode}_gather_qmm_t_nax_{ts}_gs_{gs}_b_{bits}_bm64_bn64_bk64_wm2_wn2"
+                f"_alN_{'true' if N % 64 == 0 else 'false'}")
+        a, c = inputs(False)
+        a.update({c: "x", c + 1: "lhs", c + 2: "rhs", c + 3: "y", c + 4: i32(K), c + 5: i32(N), c + 6: i32(M)})
+        st = strides_and_shapes(c + 7, False)
+        a.update(st)
+        a.update(gather_args(c + 7 + len(st)))
+        return dict(name=name, groups=(ceildiv(N, 64), ceildiv(M, 64), B), threadgroup=(32, 2, 2), args=a, M=M,
+                    route="qmm")
     if M >= vector_limit:
         name = (f"{mode}_gather_qmm_{'t' if q.transpose else 'n'}_{ts}_gs_{gs}_b_{bits}"
                 + ((f"_alN_{'true' if N % 32 == 0 else 'false'}") if q.transpose else ""))
@@ -305,14 +350,14 @@ def acc_tol(dt, K, route):
     return base * (2 if route == "qmm" else 1)
 
 
-def qcase(variant, q, note=""):
+def qcase(variant, q, note="", family="quantized"):
     p = plan(q)
     mode = q.mode
-    file = FILES["affine" if mode == "affine" else "fp"]
+    file = (NAX_FILES if "_nax_" in p["name"] else FILES)["affine" if mode == "affine" else "fp"]
     shape_s = "x".join(map(str, q.out_shape)) + f"_k{q.K}"
     gs_s = f"gs{q.gs}_b{q.bits}" if mode == "affine" else mode
     dev_s = "" if q.dev is M2 else f".{q.dev.name}"
-    name = f"quantized.{variant}.{gs_s}{dev_s}.{q.dt}.{shape_s}"
+    name = f"{family}.{variant}.{gs_s}{dev_s}.{q.dt}.{shape_s}"
 
     def run(ctx):
         dt = q.dt
@@ -350,11 +395,15 @@ def qcase(variant, q, note=""):
         if q.idx_shape is not None:
             nx = int(np.prod(q.x_shape[:-2]))
             nw = int(np.prod(q.w_batch))
-            lhs = ctx.rng.integers(0, nx, size=q.idx_shape).astype(np.uint32)
-            rhs = ctx.rng.integers(0, nw, size=q.idx_shape).astype(np.uint32)
+            if q.sorted_rhs:  # lhs implied (x's rows in order), rhs sorted
+                lhs = np.arange(nx, dtype=np.uint32).reshape(q.idx_shape)
+                rhs = np.sort(ctx.rng.integers(0, nw, size=nx)).astype(np.uint32).reshape(q.idx_shape)
+            else:
+                lhs = ctx.rng.integers(0, nx, size=q.idx_shape).astype(np.uint32)
+                rhs = ctx.rng.integers(0, nw, size=q.idx_shape).astype(np.uint32)
             bufs["lhs"], bufs["rhs"] = ctx.buffer(lhs), ctx.buffer(rhs)
         args = {i: (bufs[a] if isinstance(a, str) else a) for i, a in p["args"].items()}
-        ctx.launch(p["name"], args, groups=p["groups"], threadgroup=p["threadgroup"])
+        ctx.launch(p["name"], args, groups=p["groups"], threadgroup=p["threadgroup"], constants=p.get("constants"))
         if "split_k" in p:  # the sum over the split axis (reduce.metal)
             r = p["reduce"]
             ctx.launch(f"{REDUCE_FILE}:{r['name']}", {0: bufs["tmp"], 1: bufs["y"], **r["args"]}, groups=r["groups"],
@@ -379,7 +428,7 @@ def qcase(variant, q, note=""):
             ctx.check("y", got, want, tol=acc_tol(dt, q.K, p["route"]))
 
     kernels = [p["name"]] + ([f"{REDUCE_FILE}:{p['reduce']['name']}"] if "reduce" in p else [])
-    return Case(name, "quantized", file, kernels, run, note or " then ".join(kernels))
+    return Case(name, family, file, kernels, run, note or " then ".join(kernels))
 
 
 # ---------------------------------------------------------------------------------------------------------------

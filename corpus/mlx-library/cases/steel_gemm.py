@@ -201,8 +201,9 @@ def steel_matmul_axpby(ctx, dt, a, b, c, out, M, N, K, batch_size_out, lda, ldb,
                           c_bs[-1] if c_bs else 0, alpha, beta, check_ab, c_ld)
 
 
-def matmul(ctx, dt, a, b, out_shape, out):
-    """Matmul::eval_gpu for M, N > 1 (the gemv and wide-gemv routes are not taken by these shapes)."""
+def matmul(ctx, dt, a, b, out_shape, out, axpby=None):
+    """Matmul::eval_gpu for M, N > 1 (the gemv and wide-gemv routes are not taken by these shapes). axpby: the
+    steel_matmul_axpby to route through (default this device's; cases/nax.py passes the NAX device's)."""
     M, N, K = a.shape[-2], b.shape[-1], a.shape[-1]
     ta, lda = check_transpose(a.shape, a.strides, M == 1)
     tb, ldb = check_transpose(b.shape, b.strides, N == 1)
@@ -214,12 +215,12 @@ def matmul(ctx, dt, a, b, out_shape, out):
         batch_size_out = 1
         a_bs, b_bs, batch_shape = [0], [0], [1]
     assert min(M, N) > 1 and not (not ta and tb and dt != "f32" and M <= 15)
-    return steel_matmul_axpby(ctx, dt, a, b, None, out, M, N, K, batch_size_out, lda, ldb, ta, tb, batch_shape,
-                              a_bs, b_bs, [], 1.0, 0.0, False, None)
+    return (axpby or steel_matmul_axpby)(ctx, dt, a, b, None, out, M, N, K, batch_size_out, lda, ldb, ta, tb,
+                                         batch_shape, a_bs, b_bs, [], 1.0, 0.0, False, None)
 
 
-def addmm(ctx, dt, a, b, c, out_shape, out, alpha, beta):
-    """AddMM::eval_gpu (c already broadcast to the output shape, as the addmm op does)."""
+def addmm(ctx, dt, a, b, c, out_shape, out, alpha, beta, axpby=None):
+    """AddMM::eval_gpu (c already broadcast to the output shape, as the addmm op does); axpby as for matmul."""
     M, N, K = a.shape[-2], b.shape[-1], a.shape[-1]
     ta, lda = check_transpose(a.shape, a.strides, M == 1)
     tb, ldb = check_transpose(b.shape, b.strides, N == 1)
@@ -231,8 +232,9 @@ def addmm(ctx, dt, a, b, c, out_shape, out, alpha, beta):
         batch_size_out = 1
         a_bs, b_bs, c_bs, batch_shape = [0], [0], [0], [1]
     assert min(M, N) > 1 and not (not ta and tb and dt != "f32" and M <= 15)
-    return steel_matmul_axpby(ctx, dt, a, b, c, out, M, N, K, batch_size_out, lda, ldb, ta, tb, batch_shape, a_bs,
-                              b_bs, c_bs, alpha, beta, True, (c.strides[-2], c.strides[-1]))
+    return (axpby or steel_matmul_axpby)(ctx, dt, a, b, c, out, M, N, K, batch_size_out, lda, ldb, ta, tb,
+                                         batch_shape, a_bs, b_bs, c_bs, alpha, beta, True,
+                                         (c.strides[-2], c.strides[-1]))
 
 
 def matmul_kernels(dt, ta, tb, M, N, K, batch_size_out, do_axpby=False, collapse_m=1):
