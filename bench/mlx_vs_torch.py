@@ -222,6 +222,25 @@ def steel_gemm_item(dt, n, devc=None):
                 note=f"{names[0]} (MLX's tile choice for device class '{devc}')", reference=reference)
 
 
+def nax_gemm_item(dt, n, devc="d"):
+    """MLX's NAX GEMM (Metal 4 matmul2d on cooperative tensors; cases/nax.py) with the tile MLX's matmul.cpp picks
+    for device class `devc` ('d': 64x128x256 2x4 simdgroups, 'g': 128x128x512 4x4), against cuBLAS."""
+    import nax
+    import steel_gemm as sg
+
+    def setup(ctx, rng):
+        a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        A, B = Matrix(ctx, a, dt), Matrix(ctx, b, dt)
+        out = m2v.Buffer(n * n * itemsize(dt))
+        return (lambda: sg.matmul(ctx, dt, A, B, [n, n], out, axpby=nax.nax_axpby(devc)),
+                lambda: ctx.read(out, dt, (n, n)), torch.matmul, [torch_tensor(a, dt), torch_tensor(b, dt)])
+
+    names = nax.nax_kernels(devc, dt, False, False, n, n, n, 1)
+    return Item(f"NAX GEMM {dt} {n}^3 (device class '{devc}')", [(nax.gemm_file(names), k) for k in names], setup,
+                flops=2 * n ** 3, tol=5e-2, note=f"{names[0]} (MLX's NAX tile choice for device class '{devc}')")
+
+
 def sdpa_decode_item(dt, heads=32, keys=4096, d=128, arch="d"):
     import attention as at
 
@@ -341,6 +360,10 @@ def items():
             out.append(steel_gemm_item(dt, n))
     # the tile MLX picks for other device classes (two simdgroups per dimension)
     out.append(steel_gemm_item("f16", 4096, devc="s"))
+    for dt in ("f16", "bf16"):
+        for n in (4096, 8192):
+            for devc in ("d", "g"):
+                out.append(nax_gemm_item(dt, n, devc))
     for dt in ("f32", "f16", "bf16"):
         out.append(sdpa_decode_item(dt))
     for dt in ("f16", "bf16"):
