@@ -105,6 +105,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
+  pb.registerPeepholeEPCallback(
+      [](llvm::FunctionPassManager& fpm, llvm::OptimizationLevel) { fpm.addPass(ResolvePrecise16Pass(false)); });
   pb.crossRegisterProxies(lam, fam, cgam, mam);
 
   {
@@ -154,6 +156,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     llvm::FunctionPassManager fpm;
     // C++ references and `this` are generic pointers; after inlining most resolve to device, constant or
     // threadgroup memory again.
+    fpm.addPass(ResolvePrecise16Pass(true));
     fpm.addPass(llvm::InferAddressSpacesPass(kGenericAS));
     fpm.addPass(llvm::InstCombinePass());
     fpm.addPass(ExpandMemoryIntrinsicsPass());

@@ -1580,7 +1580,8 @@ TEST_F(E2E, PreciseMathHalf) {
 // GLSL.std.450's instructions where Vulkan bounds them well enough, series elsewhere (metal_math's p16_*): a
 // mistake in a series, a range limit or a special value (NaN, +-inf, 0, negative logarithms) shows here. A device
 // may flush subnormals: a subnormal input may act as a zero of its sign, a result below the type's smallest normal
-// may come back as zero.
+// may come back as zero. The same functions of float arguments whose result is only rounded to half or bfloat (the
+// compiler gives them the 16-bit evaluation, lower/NarrowPreciseMath.cpp) are held to the same bound.
 namespace {
 struct Format16 {
   const char* name;
@@ -1655,6 +1656,40 @@ TEST_F(E2E, PreciseMath16) {
         std::cout << kernel << ": max " << std::setprecision(3) << worst << " ulp over all " << n << " inputs\n";
         EXPECT_EQ(bad, 0u) << bad << " results more than 1 ulp away:" << msg.str();
       }
+    }
+  }
+  // float arguments (the precise math sweep: the whole float range, special values, subnormals) whose results are
+  // only rounded to half or bfloat: `half(exp(x))`, `static_cast<bfloat>(__metal_exp(x, false))`
+  const std::vector<float> xs = sweepInputs(rng_);
+  const uint32_t m = uint32_t(xs.size());
+  Buffer bf = upload(xs);
+  for (const Format16& f : formats) {
+    for (const Fn& fn : fns) {
+      const std::string kernel = std::string("pm16f_") + fn.name + "_" + f.name;
+      SCOPED_TRACE(kernel);
+      Kernel k = load(kernel);
+      Buffer out = poisoned(m * 2);
+      stream().setKernel(k);
+      stream().setBuffer(bf, 0, 0);
+      stream().setBuffer(out, 0, 1);
+      stream().dispatchThreads({m, 1, 1}, {64, 1, 1});
+      const std::vector<uint16_t> got = read<uint16_t>(out, m);
+      size_t bad = 0;
+      double worst = 0;
+      std::ostringstream msg;
+      for (uint32_t i = 0; i < m; ++i) {
+        const double x = xs[i], g = f.toFloat(got[i]), want = fn.ref(x);
+        bool ok = result16Ok(f, g, want, 1.0);
+        if (!ok && x != 0 && std::fabs(x) < double(std::numeric_limits<float>::min()))  // a flushed input
+          ok = result16Ok(f, g, fn.ref(std::copysign(0.0, x)), 1.0);
+        if (std::isfinite(g) && std::fabs(want) < f.maxFinite && std::fabs(want) >= std::ldexp(1.0, f.emin))
+          worst = std::max(worst, ulpError16(f, g, want));
+        if (!ok && bad++ < 8)
+          msg << "\n  " << kernel << "(" << std::hexfloat << xs[i] << std::defaultfloat << std::setprecision(9)
+              << ") = " << g << ", want " << want << " (" << ulpError16(f, g, want) << " ulp)";
+      }
+      std::cout << kernel << ": max " << std::setprecision(3) << worst << " ulp over " << m << " float inputs\n";
+      EXPECT_EQ(bad, 0u) << bad << " results more than 1 ulp away:" << msg.str();
     }
   }
 }

@@ -68,3 +68,21 @@ UNARY16_BOTH(log)
 UNARY16_BOTH(log2)
 UNARY16_BOTH(log10)
 UNARY16_BOTH(tanh)
+// float functions whose result is only rounded to half or bfloat (they may take the 16-bit evaluation); the bfloat
+// ones spelled as MLX's bf16_math.h does
+#define UNARY_F16(NAME)                                                                            \
+  kernel void pm16f_##NAME##_half(device const float* x [[buffer(0)]], device half* out [[buffer(1)]], \
+                                  uint i [[thread_position_in_grid]]) {                            \
+    out[i] = half(NAME(x[i]));                                                                     \
+  }                                                                                                \
+  kernel void pm16f_##NAME##_bfloat(device const float* x [[buffer(0)]], device bfloat* out [[buffer(1)]], \
+                                    uint i [[thread_position_in_grid]]) {                          \
+    out[i] = static_cast<bfloat>(__metal_##NAME(static_cast<float>(x[i]), __METAL_PRECISE_MATH__)); \
+  }
+UNARY_F16(exp)
+UNARY_F16(exp2)
+UNARY_F16(exp10)
+UNARY_F16(log)
+UNARY_F16(log2)
+UNARY_F16(log10)
+UNARY_F16(tanh)
