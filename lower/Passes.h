@@ -92,6 +92,12 @@ struct WidenAccessesPass : llvm::PassInfoMixin<WidenAccessesPass> {
   std::set<uint64_t> boundConstants;  // slots of constant-space arguments the host must bind (no function constant)
 };
 
+// bfloat vectors loaded from buffers become 32-bit words, and bfloat lanes of a word widened to float a shift or a
+// mask of the word (lower/BFloatWords.cpp).
+struct BFloatWordsPass : llvm::PassInfoMixin<BFloatWordsPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+
 // Threadgroup arrays that meet in a phi or select share one arena variable.
 struct MergeThreadgroupArraysPass : llvm::PassInfoMixin<MergeThreadgroupArraysPass> {
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);

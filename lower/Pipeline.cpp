@@ -172,6 +172,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
   }
   {
     llvm::FunctionPassManager fpm;
+    fpm.addPass(BFloatWordsPass());
     fpm.addPass(llvm::SimplifyCFGPass());
     fpm.addPass(ReplaceUnreachablePass());
     fpm.addPass(ExitInfiniteLoopsPass());
