@@ -11,6 +11,7 @@
 // The optimizer runs the pass after each of its instruction-combining steps (so that loops are unrolled, and code
 // size judged, with only the chosen computation left), deciding only picks whose uses it sees; the run after the
 // optimizer decides the rest (float).
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
@@ -23,8 +24,8 @@ namespace {
 
 // What the uses of `v` (through insertelement chains) make of it: all round it to one 16-bit type (`narrow` set),
 // some use it as a float (Float), or some pass it on where this function cannot see what becomes of it (a return,
-// a call, a phi or select, a store to memory that may later be a register again: Unknown until inlining and the
-// optimizer have run; the final run takes Unknown as Float).
+// a call, a phi or select, a store into a thread variable that may become a register again: Unknown until inlining
+// and the optimizer have run; the final run takes Unknown as Float). A store to memory is a float use.
 enum class Use { Narrow, Float, Unknown };
 Use classify(llvm::Value* v, llvm::Type*& narrow, int depth) {
   if (depth > 8) return Use::Float;
@@ -39,8 +40,14 @@ Use classify(llvm::Value* v, llvm::Type*& narrow, int depth) {
       Use inner = classify(ins, narrow, depth + 1);
       if (inner == Use::Float) return Use::Float;
       if (inner == Use::Unknown) result = Use::Unknown;
-    } else if (llvm::isa<llvm::ReturnInst, llvm::CallBase, llvm::PHINode, llvm::SelectInst, llvm::StoreInst,
-                         llvm::ShuffleVectorInst, llvm::BitCastInst>(u)) {
+    } else if (auto* st = llvm::dyn_cast<llvm::StoreInst>(u)) {
+      // into a thread variable: perhaps a register again after SROA; into memory: a float use
+      if (st->getValueOperand() != v ||
+          !llvm::isa<llvm::AllocaInst>(llvm::getUnderlyingObject(st->getPointerOperand())))
+        return Use::Float;
+      result = Use::Unknown;
+    } else if (llvm::isa<llvm::ReturnInst, llvm::CallBase, llvm::PHINode, llvm::SelectInst, llvm::ShuffleVectorInst,
+                         llvm::BitCastInst>(u)) {
       result = Use::Unknown;
     } else {
       return Use::Float;
