@@ -305,8 +305,11 @@ def gemv_item(dt, n, k=None):
                                    constants=p["constants"]),
                 lambda: ctx.read(out, dt, (n, 1)), torch.matmul, [torch_tensor(w, dt), torch_tensor(x, dt)])
 
+    from cuda_tile_gemv import mlx_gemv_tile, tile_gemv
+    tile = mlx_gemv_tile(p["name"])
+    reference = ("same-tile CUDA", lambda: tile_gemv(dt, tile)) if tile and dt in ("f16", "bf16") else None
     return Item(f"gemv {dt} {n}x{k}", [(gemv.FILE, p["name"])], setup, nbytes=(n * k + k + n) * itemsize(dt),
-                note=p["name"])
+                note=p["name"], reference=reference)
 
 
 def qmv_item(dt, n_out, k, bits=4, gs=64):
@@ -504,6 +507,8 @@ def measure_all(its, runner, rng, rows, args):
                 row["gbs"] = it.nbytes / ours_us / 1e3
                 row["torch_gbs"] = it.nbytes / torch_us / 1e3
                 row["ceiling_fraction"] = row["gbs"] / args.ceiling_gbs
+                if it.reference:
+                    row["reference_gbs"] = it.nbytes / row["reference_us"] / 1e3
             if it.flops:
                 row["tflops"] = it.flops / ours_us / 1e6
                 row["torch_tflops"] = it.flops / torch_us / 1e6
@@ -545,13 +550,14 @@ def write_report(prefix, rows, dev, gpu, args):
         refs = [r for r in rows if "reference_us" in r]
         if refs:
             f.write("\nThe same items against a second CUDA implementation (bench/cuda_tile_gemm.py for the same-tile "
-                    "GEMM), timed like PyTorch's in the same run:\n\n"
-                    "| item | reference | metal2vk µs | reference µs | ratio (ours/reference) | ours TFLOP/s | "
-                    "reference TFLOP/s | PyTorch TFLOP/s | outputs agree |\n|---|---|---|---|---|---|---|---|---|\n")
+                    "GEMM, bench/cuda_tile_gemv.py for the same-tile gemv), timed like PyTorch's in the same run:\n\n"
+                    "| item | reference | metal2vk µs | reference µs | ratio (ours/reference) | ours | "
+                    "reference | PyTorch | outputs agree |\n|---|---|---|---|---|---|---|---|---|\n")
             for r in refs:
+                unit, key = ("TFLOP/s", "tflops") if "tflops" in r else ("GB/s", "gbs")
                 f.write(f"| {r['item']} | {r['reference']} | {r['ours_us']:.1f} | {r['reference_us']:.1f} | "
-                        f"{r['ratio_to_reference']:.2f} | {r.get('tflops', 0):.1f} | "
-                        f"{r.get('reference_tflops', 0):.1f} | {r.get('torch_tflops', 0):.1f} | "
+                        f"{r['ratio_to_reference']:.2f} | {r.get(key, 0):.1f} {unit} | "
+                        f"{r.get('reference_' + key, 0):.1f} {unit} | {r.get('torch_' + key, 0):.1f} {unit} | "
                         f"{'yes' if r['reference_agrees'] else 'NO'} ({r['max_diff_vs_reference']:.1g}) |\n")
 
 

@@ -57,6 +57,16 @@ struct IntrinsicAttributesPass : llvm::PassInfoMixin<IntrinsicAttributesPass> {
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
 };
 
+// Metal's precise float exp, exp2, exp10, log, log2, log10, tanh (metal_math's __m2v::precise16_pick) whose result is
+// only rounded to half or only to bfloat take the 16-bit evaluation; every other pick takes the float routine
+// (lower/NarrowPreciseMath.cpp). Inside the optimizer (`final` false) it decides only the picks whose uses are in
+// sight; after it, the rest.
+struct ResolvePrecise16Pass : llvm::PassInfoMixin<ResolvePrecise16Pass> {
+  explicit ResolvePrecise16Pass(bool f) : final(f) {}
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+  bool final;
+};
+
 // Thread variables that one pointer (a phi or select) may point into become elements of one array.
 struct MergeSelectedAllocasPass : llvm::PassInfoMixin<MergeSelectedAllocasPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
@@ -93,6 +103,12 @@ struct WidenAccessesPass : llvm::PassInfoMixin<WidenAccessesPass> {
   WidenAccessesPass(const frontend::EntryFacts& entry, const KernelReflection& reflection);
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
   std::set<uint64_t> boundConstants;  // slots of constant-space arguments the host must bind (no function constant)
+};
+
+// bfloat vectors loaded from buffers become 32-bit words, and bfloat lanes of a word widened to float a shift or a
+// mask of the word (lower/BFloatWords.cpp).
+struct BFloatWordsPass : llvm::PassInfoMixin<BFloatWordsPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
 };
 
 // Threadgroup arrays that meet in a phi or select share one arena variable.

@@ -5,6 +5,7 @@
 #include <llvm/IR/ReplaceConstant.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
 #include <llvm/Transforms/Scalar/ADCE.h>
@@ -105,6 +106,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
+  pb.registerPeepholeEPCallback(
+      [](llvm::FunctionPassManager& fpm, llvm::OptimizationLevel) { fpm.addPass(ResolvePrecise16Pass(false)); });
   pb.crossRegisterProxies(lam, fam, cgam, mam);
 
   {
@@ -128,6 +131,15 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
   // neither; expanding them again would lose the loop's element width).
   static const bool noLoopIdioms = (llvm::DisableLIRP::All = true);  // process-wide; set once (compiles run in threads)
   (void)noLoopIdioms;
+  // Nor sinking the instructions two branches end with into their successor: it splits a thread's adjacent accesses
+  // over two blocks (`if (whole) { x[0..3] } else { if (i < n) x[0] ... if (i + 3 < n) x[3] }` leaves x[3] shared
+  // after both), and WidenAccesses combines accesses within one block only.
+  static const bool noSinking = [] {
+    auto& options = llvm::cl::getRegisteredOptions();
+    auto it = options.find("sink-common-insts");
+    return it != options.end() && !it->second->addOccurrence(0, "sink-common-insts", "false");
+  }();
+  (void)noSinking;
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
 
   // The cooperative path is chosen after optimization, which shows where operands come from (half loads).
@@ -155,6 +167,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     llvm::FunctionPassManager fpm;
     // C++ references and `this` are generic pointers; after inlining most resolve to device, constant or
     // threadgroup memory again.
+    fpm.addPass(ResolvePrecise16Pass(true));
     fpm.addPass(llvm::InferAddressSpacesPass(kGenericAS));
     fpm.addPass(llvm::InstCombinePass());
     fpm.addPass(ExpandMemoryIntrinsicsPass());
@@ -172,6 +185,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
   }
   {
     llvm::FunctionPassManager fpm;
+    fpm.addPass(BFloatWordsPass());
     fpm.addPass(llvm::SimplifyCFGPass());
     fpm.addPass(ReplaceUnreachablePass());
     fpm.addPass(ExitInfiniteLoopsPass());

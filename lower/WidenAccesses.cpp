@@ -1,8 +1,8 @@
 // WidenAccessesPass: a thread's adjacent narrow loads and stores of device or constant memory become vector accesses
-// (up to 4 elements, up to 16 bytes) where their alignment allows, on a fast path that the kernel takes only when
-// facts it checks once per thread hold: the buffer addresses (and the integer arguments its addresses are computed
-// from) are multiples of 16, and a written buffer lies at least 64 bytes from the other buffers whose accesses are
-// reordered around its stores.
+// (up to 16 bytes: 4 elements, or 8 of 16 bits and 16 of 8 bits as 32-bit words) where their alignment allows, on a
+// fast path that the kernel takes only when facts it checks once per thread hold: the buffer addresses (and the integer
+// arguments its addresses are computed from) are multiples of 16, and a written buffer lies at least 64 bytes from the
+// other buffers whose accesses are reordered around its stores.
 //
 // Why a checked fast path: a Metal buffer argument is aligned only to its element type (setBuffer:offset: takes any
 // offset that is a multiple of the type's size; MLX binds views at element offsets), so `a[4 * gid]` of a half
@@ -74,11 +74,18 @@ bool widenableType(llvm::Type* t) {
   return widenableElement(t);
 }
 
+// Lanes of one access the vectorizer may build for elements of `t`: 4 (SPIR-V's vectors), or with `wide` as many as
+// fill 16 bytes (8 of 16 bits, 16 of 8 bits), which legalizeWideAccesses then expresses as 32-bit words.
+unsigned laneLimit(llvm::Type* t, bool wide) {
+  unsigned bytes = std::max(1u, unsigned(t->getScalarSizeInBits() / 8));
+  return wide ? std::max(kMaxLanes, kFactAlign / bytes) : kMaxLanes;
+}
+
 // What the load/store vectorizer may build for SPIR-V: accesses of device or constant memory, up to 16 bytes and 4
-// elements. Nothing else in the pipeline sees this description.
+// elements (8 or 16 with `wide`). Nothing else in the pipeline sees this description.
 class WideAccessTTI : public llvm::TargetTransformInfoImplBase {
  public:
-  explicit WideAccessTTI(const llvm::DataLayout& dl) : TargetTransformInfoImplBase(dl) {}
+  WideAccessTTI(const llvm::DataLayout& dl, bool wide) : TargetTransformInfoImplBase(dl), wide_(wide) {}
   unsigned getLoadStoreVecRegBitWidth(unsigned) const override { return 8 * kFactAlign; }
   bool isLegalToVectorizeLoad(llvm::LoadInst* li) const override {
     return !li->isVolatile() && isBufferSpace(li->getPointerAddressSpace()) && widenableType(li->getType());
@@ -93,13 +100,154 @@ class WideAccessTTI : public llvm::TargetTransformInfoImplBase {
   bool isLegalToVectorizeStoreChain(unsigned bytes, llvm::Align, unsigned as) const override {
     return isBufferSpace(as) && bytes <= kFactAlign;
   }
-  unsigned getLoadVectorFactor(unsigned vf, unsigned, unsigned, llvm::VectorType*) const override {
-    return std::min(vf, kMaxLanes);
+  unsigned getLoadVectorFactor(unsigned vf, unsigned, unsigned, llvm::VectorType* vt) const override {
+    return std::min(vf, laneLimit(vt->getElementType(), wide_));
   }
-  unsigned getStoreVectorFactor(unsigned vf, unsigned, unsigned, llvm::VectorType*) const override {
-    return std::min(vf, kMaxLanes);
+  unsigned getStoreVectorFactor(unsigned vf, unsigned, unsigned, llvm::VectorType* vt) const override {
+    return std::min(vf, laneLimit(vt->getElementType(), wide_));
   }
+
+ private:
+  bool wide_;
 };
+
+// ---- accesses of more than 4 lanes (8 x 16-bit, 8 or 16 x 8-bit) as 32-bit words ----
+// SPIR-V has no vectors of more than 4 components (without Vector16), so the vectorizer's `load <8 x half>` becomes
+// `load <4 x i32>` with each word bitcast to <2 x half>, its lanes extracted from those; a `store <8 x half>` stores
+// the words built from its lanes. What uses a wide load must be lane extracts or shuffles into at most 4 lanes, and
+// a wide stored value must be built of inserts, shuffles and constants (what the vectorizer makes); otherwise the
+// access stays and the copy is not expressible (the caller retries with 4 lanes).
+llvm::Value* wordPart(llvm::IRBuilder<>& b, std::vector<llvm::Value*>& parts, llvm::Value* words, unsigned w,
+                      llvm::Type* et, unsigned per) {
+  if (!parts[w])
+    parts[w] = b.CreateBitCast(b.CreateExtractElement(words, uint64_t(w)), llvm::FixedVectorType::get(et, per));
+  return parts[w];
+}
+
+bool legalizeWideLoad(llvm::LoadInst* ld) {
+  auto* vt = llvm::cast<llvm::FixedVectorType>(ld->getType());
+  llvm::Type* et = vt->getElementType();
+  unsigned n = vt->getNumElements(), bytes = n * et->getScalarSizeInBits() / 8;
+  if (et->getScalarSizeInBits() > 16 || bytes % 4 || bytes / 4 > kMaxLanes) return false;
+  for (llvm::User* u : ld->users()) {
+    if (auto* e = llvm::dyn_cast<llvm::ExtractElementInst>(u); e && llvm::isa<llvm::ConstantInt>(e->getIndexOperand()))
+      continue;
+    auto* sh = llvm::dyn_cast<llvm::ShuffleVectorInst>(u);
+    if (sh && sh->getOperand(0) == ld && (sh->getOperand(1) == ld || llvm::isa<llvm::UndefValue>(sh->getOperand(1))) &&
+        llvm::cast<llvm::FixedVectorType>(sh->getType())->getNumElements() <= kMaxLanes)
+      continue;
+    return false;
+  }
+  unsigned words = bytes / 4, per = n / words;
+  llvm::IRBuilder<> b(ld);
+  llvm::LoadInst* wide =
+      b.CreateAlignedLoad(llvm::FixedVectorType::get(b.getInt32Ty(), words), ld->getPointerOperand(), ld->getAlign());
+  wide->copyMetadata(*ld, {llvm::LLVMContext::MD_tbaa, llvm::LLVMContext::MD_alias_scope, llvm::LLVMContext::MD_noalias,
+                           llvm::LLVMContext::MD_invariant_load, llvm::LLVMContext::MD_nontemporal});
+  std::vector<llvm::Value*> parts(words, nullptr);
+  auto lane = [&](uint64_t k) -> llvm::Value* {
+    if (k >= n) return llvm::PoisonValue::get(et);
+    return b.CreateExtractElement(wordPart(b, parts, wide, unsigned(k / per), et, per), k % per);
+  };
+  for (llvm::User* u : llvm::make_early_inc_range(ld->users())) {
+    auto* i = llvm::cast<llvm::Instruction>(u);
+    llvm::Value* r;
+    if (auto* e = llvm::dyn_cast<llvm::ExtractElementInst>(i)) {
+      r = lane(llvm::cast<llvm::ConstantInt>(e->getIndexOperand())->getZExtValue());
+    } else {
+      auto* sh = llvm::cast<llvm::ShuffleVectorInst>(i);
+      r = llvm::PoisonValue::get(sh->getType());
+      for (unsigned j = 0; j < sh->getShuffleMask().size(); ++j)
+        if (int m = sh->getMaskValue(j); m >= 0) r = b.CreateInsertElement(r, lane(unsigned(m) % n), uint64_t(j));
+    }
+    i->replaceAllUsesWith(r);
+    i->eraseFromParent();
+  }
+  ld->eraseFromParent();
+  return true;
+}
+
+// The lanes of a wide vector value (null: poison), from the inserts, shuffles and constants that build it.
+bool lanesOf(llvm::Value* v, std::vector<llvm::Value*>& lanes, llvm::IRBuilder<>& b, int depth) {
+  auto* vt = llvm::cast<llvm::FixedVectorType>(v->getType());
+  unsigned n = vt->getNumElements();
+  lanes.assign(n, nullptr);
+  if (depth > 64) return false;
+  if (llvm::isa<llvm::UndefValue>(v)) return true;
+  if (auto* c = llvm::dyn_cast<llvm::Constant>(v)) {
+    for (unsigned k = 0; k < n; ++k) lanes[k] = c->getAggregateElement(k);
+    return llvm::all_of(lanes, [](llvm::Value* x) { return x != nullptr; });
+  }
+  if (auto* ins = llvm::dyn_cast<llvm::InsertElementInst>(v)) {
+    auto* k = llvm::dyn_cast<llvm::ConstantInt>(ins->getOperand(2));
+    if (!k || !lanesOf(ins->getOperand(0), lanes, b, depth + 1)) return false;
+    if (k->getZExtValue() < n) lanes[k->getZExtValue()] = ins->getOperand(1);
+    return true;
+  }
+  if (auto* sh = llvm::dyn_cast<llvm::ShuffleVectorInst>(v)) {
+    std::vector<llvm::Value*> src[2];
+    unsigned na = llvm::cast<llvm::FixedVectorType>(sh->getOperand(0)->getType())->getNumElements();
+    for (unsigned j = 0; j < n; ++j) {
+      int m = sh->getMaskValue(j);
+      if (m < 0) continue;
+      unsigned which = unsigned(m) < na ? 0 : 1, idx = unsigned(m) - which * na;
+      llvm::Value* op = sh->getOperand(which);
+      if (llvm::cast<llvm::FixedVectorType>(op->getType())->getNumElements() <= kMaxLanes) {
+        lanes[j] = b.CreateExtractElement(op, uint64_t(idx));
+        continue;
+      }
+      if (src[which].empty() && !lanesOf(op, src[which], b, depth + 1)) return false;
+      lanes[j] = src[which][idx];
+    }
+    return true;
+  }
+  return false;
+}
+
+bool legalizeWideStore(llvm::StoreInst* st) {
+  llvm::Value* v = st->getValueOperand();
+  auto* vt = llvm::cast<llvm::FixedVectorType>(v->getType());
+  llvm::Type* et = vt->getElementType();
+  unsigned n = vt->getNumElements(), bytes = n * et->getScalarSizeInBits() / 8;
+  if (et->getScalarSizeInBits() > 16 || bytes % 4 || bytes / 4 > kMaxLanes) return false;
+  llvm::IRBuilder<> b(st);
+  std::vector<llvm::Value*> lanes;
+  if (!lanesOf(v, lanes, b, 0)) return false;
+  unsigned words = bytes / 4, per = n / words;
+  auto* partType = llvm::FixedVectorType::get(et, per);
+  llvm::Value* wide = llvm::PoisonValue::get(llvm::FixedVectorType::get(b.getInt32Ty(), words));
+  for (unsigned w = 0; w < words; ++w) {
+    llvm::Value* part = llvm::PoisonValue::get(partType);
+    for (unsigned j = 0; j < per; ++j) {
+      llvm::Value* l = lanes[w * per + j];
+      part = b.CreateInsertElement(part, l ? l : llvm::Constant::getNullValue(et), uint64_t(j));
+    }
+    wide = b.CreateInsertElement(wide, b.CreateBitCast(part, b.getInt32Ty()), uint64_t(w));
+  }
+  llvm::StoreInst* ns = b.CreateAlignedStore(wide, st->getPointerOperand(), st->getAlign());
+  ns->copyMetadata(*st, {llvm::LLVMContext::MD_tbaa, llvm::LLVMContext::MD_alias_scope, llvm::LLVMContext::MD_noalias,
+                         llvm::LLVMContext::MD_nontemporal});
+  st->eraseFromParent();
+  llvm::RecursivelyDeleteTriviallyDeadInstructions(v);
+  return true;
+}
+
+// Expresses every buffer access of more than 4 lanes as 32-bit words; false when one could not be.
+bool legalizeWideAccesses(llvm::Function& f) {
+  std::vector<llvm::Instruction*> wide;
+  for (llvm::BasicBlock& bb : f)
+    for (llvm::Instruction& i : bb)
+      if (llvm::Value* p = llvm::getLoadStorePointerOperand(&i);
+          p && isBufferSpace(p->getType()->getPointerAddressSpace()))
+        if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(llvm::getLoadStoreType(&i));
+            vt && vt->getNumElements() > kMaxLanes)
+          wide.push_back(&i);
+  bool ok = true;
+  for (llvm::Instruction* i : wide)
+    ok &= llvm::isa<llvm::LoadInst>(i) ? legalizeWideLoad(llvm::cast<llvm::LoadInst>(i))
+                                       : legalizeWideStore(llvm::cast<llvm::StoreInst>(i));
+  return ok;
+}
 
 unsigned countBufferAccesses(llvm::Function& f) {
   unsigned n = 0;
@@ -273,9 +421,9 @@ std::vector<std::pair<llvm::Value*, llvm::Value*>> candidatePairs(llvm::Function
 class Widener {
  public:
   Widener() {
-    fam_.registerPass([] {
-      return llvm::TargetIRAnalysis([](const llvm::Function& f) {
-        return llvm::TargetTransformInfo(std::make_unique<WideAccessTTI>(f.getDataLayout()));
+    fam_.registerPass([this] {
+      return llvm::TargetIRAnalysis([this](const llvm::Function& f) {
+        return llvm::TargetTransformInfo(std::make_unique<WideAccessTTI>(f.getDataLayout(), wide));
       });
     });
     llvm::PassBuilder pb;
@@ -308,7 +456,11 @@ class Widener {
     vectorize.addPass(llvm::LoadStoreVectorizerPass());
     vectorize.run(f, fam_);
     fam_.clear(f, f.getName());
+    if (wide) legalizeWideAccesses(f);
   }
+
+  bool wide = true;            // 16-byte accesses of 8- and 16-bit elements (more than 4 lanes, legalized as words)
+  bool inexpressible = false;  // the last copy held an access the emitter cannot express
 
  private:
   // Known bits do not follow a pointer around a loop (`p = phi [start, p + 256]`): a pointer phi whose other incoming
@@ -405,6 +557,7 @@ llvm::Function* widenedCopy(llvm::Function& f, const std::vector<llvm::Value*>& 
     a->eraseFromParent();
     llvm::RecursivelyDeleteTriviallyDeadInstructions(cond);
   }
+  widener.inexpressible = !expressible;
   if (!expressible || countBufferAccesses(*copy) >= countBufferAccesses(f)) {
     copy->eraseFromParent();
     return nullptr;
@@ -444,6 +597,11 @@ llvm::PreservedAnalyses WidenAccessesPass::run(llvm::Module& m, llvm::ModuleAnal
   llvm::SetVector<llvm::Value*> needed;
   std::vector<std::pair<llvm::Value*, llvm::Value*>> distant = candidatePairs(*f, facts);
   llvm::Function* trial = widenedCopy(*f, facts, distant, widener, &needed);
+  if (!trial && widener.inexpressible) {  // a wide access that could not be legalized: 4 lanes at most
+    widener.wide = false;
+    needed.clear();
+    trial = widenedCopy(*f, facts, distant, widener, &needed);
+  }
   if (!trial) return llvm::PreservedAnalyses::all();
   trial->eraseFromParent();
   std::vector<llvm::Value*> checked(needed.begin(), needed.end());

@@ -41,6 +41,29 @@ kernel void nibble_sums(device const uint8_t* w [[buffer(0)]], constant int& ste
   }
   out[4 * gid] = half(s0); out[4 * gid + 1] = half(s1); out[4 * gid + 2] = half(s2); out[4 * gid + 3] = half(s3);
 }
+// Eight halves and eight bfloats per thread (16-byte accesses, as 32-bit words), sixteen bytes per thread.
+kernel void scale8_half(device const half* a [[buffer(0)]], device half* c [[buffer(1)]],
+                        uint gid [[thread_position_in_grid]]) {
+  uint i = 8 * gid;
+  for (int k = 0; k < 8; ++k) c[i + k] = a[i + k] * half(k + 1);
+}
+kernel void scale8_bfloat(device const bfloat* a [[buffer(0)]], device bfloat* c [[buffer(1)]],
+                          uint gid [[thread_position_in_grid]]) {
+  uint i = 8 * gid;
+  for (int k = 0; k < 8; ++k) c[i + k] = bfloat(float(a[i + k]) * float(k + 1));
+}
+kernel void xor16_bytes(device const uint8_t* a [[buffer(0)]], device uint8_t* c [[buffer(1)]],
+                        uint gid [[thread_position_in_grid]]) {
+  uint i = 16 * gid;
+  for (int k = 0; k < 16; ++k) c[i + k] = a[i + k] ^ uint8_t(k * 17);
+}
+// Two half4 per thread: the vectorizer's 16-byte access is built of two 4-lane pieces (shuffles).
+kernel void swap_half4(device const half4* a [[buffer(0)]], device half4* c [[buffer(1)]],
+                       uint gid [[thread_position_in_grid]]) {
+  half4 x = a[2 * gid], y = a[2 * gid + 1];
+  c[2 * gid] = y.wzyx;
+  c[2 * gid + 1] = x + half(1);
+}
 """
 
 
@@ -116,3 +139,44 @@ def test_add4_output_placement(lib, where):
         out[i + shift] = np.float16(want[i] + b[i]) if where != "apart" else np.float16(buf[i] + b[i])
     got = s.read(cb if where == "apart" else ab, np.float16, (buf.size,))
     np.testing.assert_array_equal(got[:n + shift], out[:n + shift])
+
+
+def bf16_bits(x):
+    """float32 values rounded to bfloat (nearest, ties to even), as bits."""
+    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((b + 0x7fff + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2, 4, 8])
+@pytest.mark.parametrize("kind", ["scale8_half", "scale8_bfloat", "xor16_bytes", "swap_half4"])
+def test_sixteen_byte_accesses_any_alignment(lib, kind, offset):
+    threads = 64
+    rng = np.random.default_rng(2301 + offset)
+    if kind == "xor16_bytes":
+        n, item = 16 * threads, 1
+        a = rng.integers(0, 256, n + 64, dtype=np.uint8)
+    else:
+        n, item = 8 * threads, 2
+        vals = (rng.integers(-64, 65, n + 64) / 8).astype(np.float32)
+        a = bf16_bits(vals) if kind == "scale8_bfloat" else vals.astype(np.float16)
+    s = m2v.Stream()
+    ab, cb = s.buffer(a), m2v.Buffer(a.nbytes)
+    elem = 4 if kind == "swap_half4" else 1  # half4 buffers: offsets in whole half4s
+    s.set_kernel(lib[kind])
+    s.set_buffer(ab, 0, item * elem * offset)
+    s.set_buffer(cb, 1, item * elem * offset)
+    s.dispatch_threads((threads, 1, 1), (32, 1, 1))
+    o = elem * offset
+    got = s.read(cb, a.dtype, (a.size,))[o:o + n]
+    src = a[o:o + n]
+    if kind == "xor16_bytes":
+        want = src ^ np.tile((np.arange(16) * 17).astype(np.uint8), threads)
+    elif kind == "swap_half4":
+        v = src.reshape(threads, 2, 4)
+        want = np.concatenate([v[:, 1, ::-1], v[:, 0] + np.float16(1)], axis=1).reshape(-1)
+    elif kind == "scale8_half":
+        want = src * np.tile(np.arange(1, 9, dtype=np.float16), threads)
+    else:
+        f = (src.astype(np.uint32) << 16).view(np.float32)
+        want = bf16_bits(f * np.tile(np.arange(1, 9, dtype=np.float32), threads))  # exact in float, rounded once
+    np.testing.assert_array_equal(got, want)

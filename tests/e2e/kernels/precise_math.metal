@@ -49,3 +49,40 @@ kernel void pm_half_sin(device const half* x [[buffer(0)]], device half* out [[b
                         uint i [[thread_position_in_grid]]) {
   out[i] = sin(x[i]);
 }
+// 16-bit results (half and bfloat compute in float and round once): one thread per bit pattern, the test feeds all
+// 65,536 of them; the 4-wide kernels take the same inputs four at a time (the vector overloads)
+#define UNARY16(NAME, T)                                                                           \
+  kernel void pm16_##NAME##_##T(device const T* x [[buffer(0)]], device T* out [[buffer(1)]],      \
+                                uint i [[thread_position_in_grid]]) {                              \
+    out[i] = precise::NAME(x[i]);                                                                  \
+  }                                                                                                \
+  kernel void pm16_##NAME##_##T##4(device const T##4* x [[buffer(0)]], device T##4* out [[buffer(1)]], \
+                                   uint i [[thread_position_in_grid]]) {                           \
+    out[i] = NAME(x[i]);                                                                           \
+  }
+#define UNARY16_BOTH(NAME) UNARY16(NAME, half) UNARY16(NAME, bfloat)
+UNARY16_BOTH(exp)
+UNARY16_BOTH(exp2)
+UNARY16_BOTH(exp10)
+UNARY16_BOTH(log)
+UNARY16_BOTH(log2)
+UNARY16_BOTH(log10)
+UNARY16_BOTH(tanh)
+// float functions whose result is only rounded to half or bfloat (they may take the 16-bit evaluation); the bfloat
+// ones spelled as MLX's bf16_math.h does
+#define UNARY_F16(NAME)                                                                            \
+  kernel void pm16f_##NAME##_half(device const float* x [[buffer(0)]], device half* out [[buffer(1)]], \
+                                  uint i [[thread_position_in_grid]]) {                            \
+    out[i] = half(NAME(x[i]));                                                                     \
+  }                                                                                                \
+  kernel void pm16f_##NAME##_bfloat(device const float* x [[buffer(0)]], device bfloat* out [[buffer(1)]], \
+                                    uint i [[thread_position_in_grid]]) {                          \
+    out[i] = static_cast<bfloat>(__metal_##NAME(static_cast<float>(x[i]), __METAL_PRECISE_MATH__)); \
+  }
+UNARY_F16(exp)
+UNARY_F16(exp2)
+UNARY_F16(exp10)
+UNARY_F16(log)
+UNARY_F16(log2)
+UNARY_F16(log10)
+UNARY_F16(tanh)
