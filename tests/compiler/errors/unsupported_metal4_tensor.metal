@@ -1,7 +1,8 @@
 // EXPECT-EXIT: 3
-// EXPECT-MSG: error: unsupported: Metal 4 tensors (<metal_tensor>)
+// EXPECT-MSG: error: unsupported: Metal 4 tensor views of memory (tensor, extents, dextents)
 // EXPECT-LOC: 6:10
-// Metal 4's tensor header is named, at the user's #include, as not supported (exit 3), with nothing after it.
+// A Metal 4 tensor view of memory is named as not supported (exit 3), with nothing after it.
 #include <metal_stdlib>
 #include <metal_tensor>
-kernel void f(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) { out[i] = 1.0f; }
+using namespace metal;
+kernel void f(device float* out [[buffer(0)]], tensor<device float, dextents<int, 2>> t [[buffer(1)]]) { out[0] = 1.0f; }
