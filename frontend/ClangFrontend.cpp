@@ -32,6 +32,7 @@
 
 #include "EmbeddedHeaders.h"
 #include "Frontend.h"
+#include "MetalAttributes.h"
 
 namespace m2v::frontend {
 
@@ -686,6 +687,8 @@ FrontendOutput parseOnce(const std::string& source, const std::string& name, con
                          SourceMap& sources, Diagnostics& diags,
                          std::map<std::string, std::set<size_t>, std::less<>>& swizzles) {
   FrontendOutput out;
+  static const bool attributesRegistered = metalAttributesRegistered() > 0;
+  (void)attributesRegistered;
   out.context = std::make_unique<llvm::LLVMContext>();
 
   // The main file is rewritten here; included files are rewritten as they are opened. Clang sees an absolute path

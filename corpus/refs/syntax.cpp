@@ -84,3 +84,15 @@ M2V_REF(syntax_alternate) {
     y[2 * g + 1] = odd;
   }
 }
+
+// y[i] = x[i] * scale, plus (use_sum) the sum of x * scale over i's group of 64
+M2V_REF(syntax_group_sum) {
+  const auto& x = c.x("x");
+  auto& y = c.y("y");
+  bool sum = c.s("use_sum") != 0;
+  for (size_t g = 0; g < x.size() / 64; ++g) {
+    double s = 0;
+    for (size_t t = 0; t < 64; ++t) s += x[g * 64 + t] * c.s("scale");
+    for (size_t t = 0; t < 64; ++t) y[g * 64 + t] = x[g * 64 + t] * c.s("scale") + (sum ? s : 0.0);
+  }
+}
