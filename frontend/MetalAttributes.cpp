@@ -10,6 +10,7 @@
 #include <clang/AST/Expr.h>
 #include <clang/Basic/ParsedAttrInfo.h>
 #include <clang/Lex/Lexer.h>
+#include <clang/Sema/DeclSpec.h>
 #include <clang/Sema/ParsedAttr.h>
 #include <clang/Sema/Sema.h>
 
@@ -48,9 +49,25 @@ struct MetalAttrInfo : ParsedAttrInfo {
 
   AttrHandling handleDeclAttribute(clang::Sema& s, clang::Decl* d, const clang::ParsedAttr& attr) const override {
     clang::ASTContext& ctx = s.getASTContext();
+    // clang's parser reads an argument that is a lone name (`buffer(kIndex)`, `function_constant(has_bias)`) as an
+    // identifier, not an expression, for attributes it does not know itself: here the name is looked up as an
+    // expression would be (a template parameter, a constant), except where the name itself is the argument.
     llvm::SmallVector<clang::Expr*, 1> args;
-    for (unsigned k = 0; k < attr.getNumArgs(); ++k)
-      if (attr.isArgExpr(k)) args.push_back(attr.getArgAsExpr(k));
+    std::string identifier;
+    for (unsigned k = 0; k < attr.getNumArgs(); ++k) {
+      if (attr.isArgExpr(k)) {
+        args.push_back(attr.getArgAsExpr(k));
+      } else if (clang::IdentifierLoc* id = attr.getArgAsIdent(k)) {
+        if (k == 0) identifier = id->getIdentifierInfo()->getName().str();
+        if (form_ == Form::FunctionConstant && llvm::isa<clang::ParmVarDecl>(d)) continue;
+        clang::CXXScopeSpec scope;
+        clang::UnqualifiedId name;
+        name.setIdentifier(id->getIdentifierInfo(), id->getLoc());
+        clang::ExprResult e = s.ActOnIdExpression(s.getCurScope(), scope, clang::SourceLocation(), name, false, false);
+        if (!e.isUsable()) return AttributeNotApplied;
+        args.push_back(e.get());
+      }
+    }
     auto annotate = [&](llvm::StringRef annotation, llvm::MutableArrayRef<clang::Expr*> annotationArgs) {
       if (clang::Attr* a = s.CreateAnnotationAttr(attr, annotation, annotationArgs)) d->addAttr(a);
     };
@@ -72,19 +89,21 @@ struct MetalAttrInfo : ParsedAttrInfo {
         break;
       }
       case Form::FunctionConstant:
-        if (args.empty()) return AttributeNotApplied;
         if (llvm::isa<clang::ParmVarDecl>(d)) {
           // a parameter guarded by a bool function constant: its name
-          std::string name;
-          if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(args[0]->IgnoreParenImpCasts()))
-            name = ref->getDecl()->getNameAsString();
-          else
-            name = clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(args[0]->getSourceRange()),
-                                               ctx.getSourceManager(), ctx.getLangOpts())
-                       .str();
+          std::string name = identifier;
+          if (name.empty()) {
+            if (args.empty()) return AttributeNotApplied;
+            if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(args[0]->IgnoreParenImpCasts()))
+              name = ref->getDecl()->getNameAsString();
+            else
+              name = clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(args[0]->getSourceRange()),
+                                                 ctx.getSourceManager(), ctx.getLangOpts())
+                         .str();
+          }
           clang::Expr* literal = nameLiteral(name);
           annotate("m2v.function_constant_ref", literal);
-        } else if (auto* var = llvm::dyn_cast<clang::VarDecl>(d)) {
+        } else if (auto* var = llvm::dyn_cast<clang::VarDecl>(d); var && !args.empty()) {
           // A function constant gets its value when the pipeline is made: it is neither `constexpr` nor `const` to
           // clang (whose constant folding would otherwise use a value it does not have, and which would want an
           // initializer), and it keeps the constant address space that `constant` gave it.

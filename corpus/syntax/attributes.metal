@@ -71,3 +71,14 @@ FC_STORAGE bool use_sum[[function_constant(2)]];
   }
   y[i] = v;
 }
+
+// Attribute arguments that are names: a constant, a template parameter (the indices swapped by the instantiation).
+// y = x * scale.
+constant constexpr int kParams = 2;
+template <int In, int Out>
+kernel void named_indices(device const float* x [[buffer(In)]], device float* y [[buffer(Out)]],
+                          constant Params& p [[buffer(kParams)]], uint i [[thread_position_in_grid]]) {
+  if (i < p.n) y[i] = x[i] * p.scale;
+}
+template [[host_name("named_indices")]] [[kernel]] void named_indices<1, 0>(device const float*, device float*,
+                                                                           constant Params&, uint);
