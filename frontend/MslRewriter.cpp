@@ -93,10 +93,19 @@ std::vector<Token> lex(std::string_view s) {
 
 // The bracket matcher, the one every rule uses: for each `(`, `[`, `{`, `[[` the index of its closing token and for
 // each closer its opener (npos where unbalanced: a stray closer in a macro body matches nothing). A `]]` that closes
-// two subscripts (`a[b[i]]`) is the partner of both `[`; the `]]` itself points at the inner one.
+// two subscripts (`a[b[i]]`) is the partner of both `[`; the `]]` itself points at the outer one (a walk back over
+// it skips the whole group).
+//
+// Angle brackets are paired in the same pass: without types, `<` may be a less-than, so each `<` is paired with the
+// first `>` after it at the same bracket depth that brings the count of `<` and `>` there back to zero, within one
+// statement (a `;`, `{` or `}` ends every open `<`, a closing bracket those opened inside it); a `<` without such a
+// `>` has none, and a `>` inside parentheses (`vec<T, (N > 2 ? 4 : 2)>`) closes nothing outside them. This is what the
+// rules that need the end of a template argument list ask (`vec<T, 2>(...)`, `static_cast<T>(...)`, the declarations
+// they scan).
 std::vector<size_t> matchBrackets(const std::vector<Token>& toks) {
   std::vector<size_t> partner(toks.size(), std::string_view::npos);
   std::vector<size_t> open;
+  std::vector<std::pair<size_t, size_t>> angles;  // each open `<` and the bracket depth it is at
   auto closes = [](std::string_view o, std::string_view c) {
     return (o == "(" && c == ")") || (o == "[" && (c == "]" || c == "]]")) || (o == "{" && c == "}") ||
            (o == "[[" && c == "]]");
@@ -104,6 +113,15 @@ std::vector<size_t> matchBrackets(const std::vector<Token>& toks) {
   for (size_t k = 0; k < toks.size(); ++k) {
     if (toks[k].kind != TokKind::Punct) continue;
     std::string_view t = toks[k].text;
+    if (t == "<") {
+      angles.push_back({k, open.size()});
+    } else if (t == ">" && !angles.empty() && angles.back().second == open.size()) {
+      partner[angles.back().first] = k;
+      partner[k] = angles.back().first;
+      angles.pop_back();
+    } else if (t == ";" || t == "{" || t == "}") {
+      angles.clear();
+    }
     if (t == "(" || t == "[" || t == "{" || t == "[[") {
       open.push_back(k);
     } else if (t == ")" || t == "]" || t == "}" || t == "]]") {
@@ -114,8 +132,10 @@ std::vector<size_t> matchBrackets(const std::vector<Token>& toks) {
       open.pop_back();
       if (t == "]]" && toks[partner[k]].text == "[" && !open.empty() && toks[open.back()].text == "[") {
         partner[open.back()] = k;
+        partner[k] = open.back();
         open.pop_back();
       }
+      while (!angles.empty() && angles.back().second > open.size()) angles.pop_back();
     }
   }
   return partner;
@@ -282,16 +302,14 @@ class Rewriter {
   void wrapConditionalOperands(size_t q) {
     // the start of the first operand: at depth 0, back to `;`, `{`, `}` (a statement) or anything else that
     // starts an expression
-    int depth = 0;
     bool statement = false;
     for (size_t k = q; k > 0; --k) {
       std::string_view w = toks_[k - 1].text;
-      if (w == ")" || w == "]") ++depth;
-      if (w == "(" || w == "[") {
-        if (depth == 0) break;
-        --depth;
+      if ((w == ")" || w == "]" || w == "]]") && partner(k - 1) != std::string_view::npos) {
+        k = partner(k - 1) + 1;  // over the whole group
+        continue;
       }
-      if (depth > 0) continue;
+      if (w == "(" || w == "[") break;
       if (w == ";" || w == "{" || w == "}") {
         statement = true;
         break;
@@ -312,19 +330,18 @@ class Rewriter {
   // third, the `)`, `]`, `}`, `;`, `,` or `:` that ends the conditional. None when the operand is not a plain one
   // (the second crosses a bracket or `;`; a `>` closes what may be a template argument list).
   std::optional<size_t> conditionalOperandEnd(size_t from, bool second) const {
-    int depth = 0, nested = 0, angle = 0;
+    int nested = 0;
     for (size_t k = from; k < toks_.size(); ++k) {
       std::string_view w = toks_[k].text;
-      if (w == "(" || w == "[" || w == "{") ++depth;
-      if (w == ")" || w == "]" || w == "}") {
-        if (depth == 0) return second ? std::nullopt : std::optional<size_t>(k);
-        --depth;
+      if ((w == "(" || w == "[" || w == "{" || w == "[[" || w == "<") && partner(k) != std::string_view::npos) {
+        k = partner(k);  // over the whole group (a template argument list: its commas are not the operand's end)
+        continue;
       }
-      if (depth > 0) continue;
-      if (w == "<") ++angle;
-      if (w == ">" && angle-- == 0) return std::nullopt;
+      if (w == "(" || w == "[" || w == "{") return std::nullopt;  // unbalanced
+      if (w == ")" || w == "]" || w == "]]" || w == "}") return second ? std::nullopt : std::optional<size_t>(k);
+      if (w == ">") return std::nullopt;
       if (w == ";") return second ? std::nullopt : std::optional<size_t>(k);
-      if (!second && w == "," && angle == 0) return k;
+      if (!second && w == ",") return k;
       if (w == "?") ++nested;
       if (w == ":") {
         if (nested == 0) return k;
@@ -559,16 +576,13 @@ class Rewriter {
 
   // After `threadgroup`: does the declaration declare a pointer or reference (which lives in thread memory)?
   bool declaresPointer(size_t i) const {
-    int angle = 0;
     for (; i < toks_.size(); ++i) {
       std::string_view t = toks_[i].text;
-      if (t == "<")
-        ++angle;
-      else if (t == ">")
-        --angle;
-      else if (angle <= 0 && (t == ";" || t == "=" || t == "[" || t == "(" || t == "," || t == "{"))
+      if (t == "<" && partner(i) != std::string_view::npos)
+        i = partner(i);  // a template argument list
+      else if (t == ";" || t == "=" || t == "[" || t == "(" || t == "," || t == "{")
         return false;
-      else if (angle <= 0 && (t == "*" || t == "&" || t == "&&"))
+      else if (t == "*" || t == "&" || t == "&&")
         return true;
     }
     return false;
@@ -580,9 +594,8 @@ class Rewriter {
     if (open < 2 || toks_[open - 1].kind != TokKind::Identifier) return std::nullopt;
     std::string_view beforeName = toks_[open - 2].text;
     if (toks_[open - 2].kind != TokKind::Identifier && beforeName != ">") return std::nullopt;  // a type, not `f(x[3])`
-    size_t close = open;
-    while (close < toks_.size() && toks_[close].text != "]") ++close;
-    if (close + 1 >= toks_.size()) return std::nullopt;
+    size_t close = partner(open);
+    if (close == std::string_view::npos || toks_[close].text != "]" || close + 1 >= toks_.size()) return std::nullopt;
     std::string_view after = toks_[close + 1].text;
     if (after != "," && after != ")" && after != "[[") return std::nullopt;
     bool inAddressSpace = false;  // the parameter, back to its `(` or `,`, names an address space
@@ -599,16 +612,13 @@ class Rewriter {
 
   // Inserts ` = {}` before each top-level `,` and the `;` of the declaration that starts at token `i`.
   void addEmptyInitializers(size_t i) {
-    int depth = 0;
     for (; i < toks_.size(); ++i) {
       std::string_view t = toks_[i].text;
-      if (t == "(" || t == "[" || t == "{" || t == "<")
-        ++depth;
-      else if (t == ")" || t == "]" || t == "}" || t == ">")
-        --depth;
-      else if (depth == 0 && t == "=")
+      if ((t == "(" || t == "[" || t == "{" || t == "<") && partner(i) != std::string_view::npos)
+        i = partner(i);  // over the whole group
+      else if (t == "=")
         return;  // already initialized (not valid Metal; let clang say so)
-      else if (depth == 0 && (t == "," || t == ";")) {
+      else if (t == "," || t == ";") {
         replace(toks_[i].begin, toks_[i].begin, " = {}");
         if (t == ";") return;
       }
@@ -639,16 +649,15 @@ class Rewriter {
     if (scopes_.empty()) return std::nullopt;  // a free function: nothing to collide with
     // The declaration's first token: after the previous `;`, `{`, `}` or access specifier of this scope.
     size_t begin = q;
-    int depth = 0;
     while (begin > 0) {
       std::string_view w = toks_[begin - 1].text;
-      if (w == ")" || w == "]" || w == "]]") ++depth;
-      if (w == "(" || w == "[" || w == "[[") {
-        if (depth == 0) return std::nullopt;
-        --depth;
+      if ((w == ")" || w == "]" || w == "]]") && partner(begin - 1) != std::string_view::npos) {
+        begin = partner(begin - 1);  // over the whole group
+        continue;
       }
-      if (depth == 0 && (w == ";" || w == "{" || w == "}")) break;
-      if (depth == 0 && w == ":" && begin >= 2 &&
+      if (w == "(" || w == "[" || w == "[[") return std::nullopt;  // inside a group: not a declaration of the class
+      if (w == ";" || w == "{" || w == "}") break;
+      if (w == ":" && begin >= 2 &&
           (toks_[begin - 2].text == "public" || toks_[begin - 2].text == "private" ||
            toks_[begin - 2].text == "protected"))
         break;
@@ -750,19 +759,8 @@ class Rewriter {
     return out;
   }
 
-  size_t matchAngle(size_t open) const {
-    int depth = 0;
-    for (size_t j = open; j < toks_.size(); ++j) {
-      std::string_view t = toks_[j].text;
-      if (t == "<")
-        ++depth;
-      else if (t == ">") {
-        if (--depth == 0) return j;
-      } else if (t == ";" || t == "{" || t == "}")
-        return 0;
-    }
-    return 0;
-  }
+  // The `>` that closes the template argument list opening at `open` (see matchBrackets), or 0.
+  size_t matchAngle(size_t open) const { return partner(open) == std::string_view::npos ? 0 : partner(open); }
 
   // Metal's attributes are clang attributes (MetalAttributes.cpp): clang parses `[[...]]` itself. Two things are
   // left to do on the tokens. The name `threadgroup` is spelled `__m2v_threadgroup`, as the preprocessor would expand

@@ -167,6 +167,14 @@ TEST(Rewriter, VectorConstructorsKeepMetalSemantics) {
   EXPECT_EQ(rewrite("x = static_cast<float>(h);"), "x = static_cast<float>(h);");
 }
 
+TEST(Rewriter, TemplateArgumentListsBesideComparisons) {
+  // the one bracket table pairs `<` with `>` within a statement: a less-than before or inside changes nothing
+  EXPECT_EQ(rewrite("c = a < b; x = vec<T, 2>(y);"), "c = a < b; x = __m2v::vec_ctor<vec<T, 2>>(y);");
+  EXPECT_EQ(rewrite("x = vec<T, (N > 2 ? 4 : 2)>(y);"), "x = __m2v::vec_ctor<vec<T, (N > 2 ? 4 : 2)>>(y);");
+  EXPECT_EQ(rewrite("void f() { threadgroup vec<T, 2> a[4], b; }"),
+            "void f() { static threadgroup vec<T, 2> a[4] = {}, b = {}; }");
+}
+
 TEST(Rewriter, ArrayParametersInAnAddressSpaceArePointers) {
   EXPECT_EQ(rewrite("int f(constant const int shape[4], device float* x) {"),
             "int f(constant const int * shape, device float* x) {");
