@@ -30,6 +30,7 @@ enum class Form {
   FunctionConstant,  // on a variable: m2v.function_constant, N; on a parameter: m2v.function_constant_ref, "name"
   Builtin,           // [[thread_position_in_grid]] -> m2v.builtin, "thread_position_in_grid"
   Unsupported,       // [[texture(0)]] -> m2v.unsupported_attribute, "texture"
+  RenderStage,       // [[vertex]], [[fragment]] -> m2v.render_stage, "vertex" (ClangFrontend.cpp skips the body)
 };
 
 struct MetalAttrInfo : ParsedAttrInfo {
@@ -83,9 +84,13 @@ struct MetalAttrInfo : ParsedAttrInfo {
         annotate("m2v." + metalName_, args);
         break;
       case Form::Builtin:
-      case Form::Unsupported: {
+      case Form::Unsupported:
+      case Form::RenderStage: {
         clang::Expr* name = nameLiteral(metalName_);
-        annotate(form_ == Form::Builtin ? "m2v.builtin" : "m2v.unsupported_attribute", name);
+        annotate(form_ == Form::Builtin       ? "m2v.builtin"
+                 : form_ == Form::RenderStage ? "m2v.render_stage"
+                                              : "m2v.unsupported_attribute",
+                 name);
         break;
       }
       case Form::FunctionConstant:
@@ -141,6 +146,8 @@ M2V_METAL_ATTR(HostNameAttr, "host_name", "host_name", Indexed, 1, 0)
 M2V_METAL_ATTR(BufferAttr, "buffer", "buffer", Indexed, 1, 0)
 M2V_METAL_ATTR(ThreadgroupAttr, "__m2v_threadgroup", "threadgroup", Indexed, 1, 0)
 M2V_METAL_ATTR(MaxThreadsAttr, "max_total_threads_per_threadgroup", "max_total_threads_per_threadgroup", Indexed, 1, 0)
+M2V_METAL_ATTR(VertexAttr, "vertex", "vertex", RenderStage, 0, 0)
+M2V_METAL_ATTR(FragmentAttr, "fragment", "fragment", RenderStage, 0, 0)
 M2V_METAL_ATTR(FunctionConstantAttr, "function_constant", "function_constant", FunctionConstant, 1, 0)
 
 #define M2V_BUILTIN(name) M2V_METAL_ATTR(Builtin_##name, #name, #name, Builtin, 0, 0)

@@ -205,6 +205,9 @@ class Rewriter {
       }
       if (t.text == "kernel" && isKernelKeyword(i)) {
         replace(t.begin, t.end, "__attribute__((annotate(\"m2v.kernel\")))");
+      } else if ((t.text == "vertex" || t.text == "fragment") && isKernelKeyword(i)) {
+        // the render stages' function qualifiers: declared, not compiled (ClangFrontend.cpp skips their bodies)
+        replace(t.begin, t.end, "__attribute__((annotate(\"m2v.render_stage\", \"" + std::string(t.text) + "\")))");
       } else if (t.text == "threadgroup" && braceDepth > 0 && parenDepth == 0 && startsStatement(i) &&
                  !declaresPointer(i + 1)) {
         // A static of class type in another address space cannot be default-constructed in C++; empty

@@ -93,6 +93,15 @@ TEST(Rewriter, KernelKeywordAndAttribute) {
   EXPECT_EQ(rewrite("s.kernel k;"), "s.kernel k;");
 }
 
+TEST(Rewriter, RenderStageQualifiers) {
+  // vertex and fragment functions are declared and not compiled (their bodies are skipped by the front end)
+  EXPECT_EQ(rewrite("vertex V f(uint v [[vertex_id]])"),
+            "__attribute__((annotate(\"m2v.render_stage\", \"vertex\"))) V f(uint v [[vertex_id]])");
+  EXPECT_EQ(rewrite("fragment half4 g()"), "__attribute__((annotate(\"m2v.render_stage\", \"fragment\"))) half4 g()");
+  // the words as names
+  EXPECT_EQ(rewrite("float3 vertex = p.vertex; f(fragment);"), "float3 vertex = p.vertex; f(fragment);");
+}
+
 TEST(Rewriter, KernelKeywordBeforeATypedefOrDecltype) {
   // a kernel instantiated through a function typedef or decltype: `kernel` precedes a type name, not `void`; the
   // attribute list of an explicit instantiation (where C++ allows none) takes the GNU spelling
