@@ -2,16 +2,16 @@
 #include <clang/AST/ASTConsumer.h>
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
-#include <clang/Basic/Stack.h>
-#include <clang/Lex/PPCallbacks.h>
-#include <clang/Lex/Preprocessor.h>
 #include <clang/AST/Mangle.h>
 #include <clang/AST/RecursiveASTVisitor.h>
 #include <clang/Basic/DiagnosticOptions.h>
+#include <clang/Basic/Stack.h>
 #include <clang/CodeGen/CodeGenAction.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/CompilerInvocation.h>
 #include <clang/Frontend/MultiplexConsumer.h>
+#include <clang/Lex/PPCallbacks.h>
+#include <clang/Lex/Preprocessor.h>
 #include <clang/Lex/PreprocessorOptions.h>
 #include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/InstIterator.h>
@@ -32,6 +32,7 @@
 
 #include "EmbeddedHeaders.h"
 #include "Frontend.h"
+#include "MetalAttributes.h"
 
 namespace m2v::frontend {
 
@@ -370,6 +371,12 @@ class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollec
   }
 
   bool VisitFunctionDecl(clang::FunctionDecl* fd) {
+    if (auto stage = annotation(fd, "m2v.render_stage", ctx_); stage && fd->isThisDeclarationADefinition()) {
+      warning(fd->getLocation(),
+              *stage + " function '" + fd->getNameAsString() +
+                  "' is not compiled: only kernel functions are (render pipelines are not supported)");
+      return true;
+    }
     if (!fd->doesThisDeclarationHaveABody() && !fd->isTemplateInstantiation()) return true;
     if (fd->isDependentContext()) return true;
     bool hostNamed = false;
@@ -504,6 +511,7 @@ class KernelFactsCollector : public clang::RecursiveASTVisitor<KernelFactsCollec
   }
   void error(clang::SourceLocation loc, std::string m) { at(loc, Severity::Error, std::move(m)); }
   void unsupportedAt(clang::SourceLocation loc, std::string m) { at(loc, Severity::Unsupported, std::move(m)); }
+  void warning(clang::SourceLocation loc, std::string m) { at(loc, Severity::Warning, std::move(m)); }
 
   clang::ASTContext& ctx_;
   FrontendOutput& out_;
@@ -522,6 +530,13 @@ class KernelFactsConsumer : public clang::ASTConsumer {
     if (ctx.getDiagnostics().hasErrorOccurred()) return;
     KernelFactsCollector c(ctx, out_, diags_, sources_);
     c.TraverseDecl(ctx.getTranslationUnitDecl());
+  }
+  // Vertex and fragment functions (`vertex`, `fragment`, `[[vertex]]`, `[[fragment]]`) are declared but their bodies
+  // are not parsed (clang's -skip-function-bodies asks here for each body): a file that holds a render pipeline's
+  // functions beside its kernels compiles its kernels, whatever the render functions call.
+  bool shouldSkipFunctionBody(clang::Decl* d) override {
+    if (auto* t = llvm::dyn_cast<clang::FunctionTemplateDecl>(d)) d = t->getTemplatedDecl();
+    return hasAnnotation(d, "m2v.render_stage");
   }
 
  private:
@@ -688,6 +703,8 @@ FrontendOutput parseOnce(const std::string& source, const std::string& name, con
                          SourceMap& sources, Diagnostics& diags,
                          std::map<std::string, std::set<size_t>, std::less<>>& swizzles) {
   FrontendOutput out;
+  static const bool attributesRegistered = metalAttributesRegistered() > 0;
+  (void)attributesRegistered;
   out.context = std::make_unique<llvm::LLVMContext>();
 
   // The main file is rewritten here; included files are rewritten as they are opened. Clang sees an absolute path
@@ -716,11 +733,11 @@ FrontendOutput parseOnce(const std::string& source, const std::string& name, con
       std::to_string(options.errorLimit), "-fgnuc-version=4.2.1",
       // clang's documented nesting limit, set explicitly: without it 5,000 nested parentheses overflow the parser's
       // stack
-      "-fbracket-depth", "256", "-Wno-unknown-attributes",
-      "-Wno-ignored-attributes",
+      "-fbracket-depth", "256", "-skip-function-bodies", "-Wno-unknown-attributes", "-Wno-ignored-attributes",
       // Metal's own pragmas (`#pragma METAL internals : enable`) and warning groups (-Wmetal-addr-spaces) mean
       // nothing to clang; they are accepted without a word, as Metal code expects.
-      "-Wno-unknown-pragmas", "-Wno-unknown-warning-option", "-Wno-duplicate-decl-specifier", "-Wno-c++20-extensions", "-Wno-c++17-extensions",
+      "-Wno-unknown-pragmas", "-Wno-unknown-warning-option", "-Wno-duplicate-decl-specifier", "-Wno-c++20-extensions",
+      "-Wno-c++17-extensions",
       // Metal has no double: an unsuffixed floating literal is a float.
       "-cl-single-precision-constant"};
   for (std::string& macro : metalMacroArguments(options)) args.push_back(std::move(macro));

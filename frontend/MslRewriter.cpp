@@ -93,10 +93,19 @@ std::vector<Token> lex(std::string_view s) {
 
 // The bracket matcher, the one every rule uses: for each `(`, `[`, `{`, `[[` the index of its closing token and for
 // each closer its opener (npos where unbalanced: a stray closer in a macro body matches nothing). A `]]` that closes
-// two subscripts (`a[b[i]]`) is the partner of both `[`; the `]]` itself points at the inner one.
+// two subscripts (`a[b[i]]`) is the partner of both `[`; the `]]` itself points at the outer one (a walk back over
+// it skips the whole group).
+//
+// Angle brackets are paired in the same pass: without types, `<` may be a less-than, so each `<` is paired with the
+// first `>` after it at the same bracket depth that brings the count of `<` and `>` there back to zero, within one
+// statement (a `;`, `{` or `}` ends every open `<`, a closing bracket those opened inside it); a `<` without such a
+// `>` has none, and a `>` inside parentheses (`vec<T, (N > 2 ? 4 : 2)>`) closes nothing outside them. This is what the
+// rules that need the end of a template argument list ask (`vec<T, 2>(...)`, `static_cast<T>(...)`, the declarations
+// they scan).
 std::vector<size_t> matchBrackets(const std::vector<Token>& toks) {
   std::vector<size_t> partner(toks.size(), std::string_view::npos);
   std::vector<size_t> open;
+  std::vector<std::pair<size_t, size_t>> angles;  // each open `<` and the bracket depth it is at
   auto closes = [](std::string_view o, std::string_view c) {
     return (o == "(" && c == ")") || (o == "[" && (c == "]" || c == "]]")) || (o == "{" && c == "}") ||
            (o == "[[" && c == "]]");
@@ -104,6 +113,15 @@ std::vector<size_t> matchBrackets(const std::vector<Token>& toks) {
   for (size_t k = 0; k < toks.size(); ++k) {
     if (toks[k].kind != TokKind::Punct) continue;
     std::string_view t = toks[k].text;
+    if (t == "<") {
+      angles.push_back({k, open.size()});
+    } else if (t == ">" && !angles.empty() && angles.back().second == open.size()) {
+      partner[angles.back().first] = k;
+      partner[k] = angles.back().first;
+      angles.pop_back();
+    } else if (t == ";" || t == "{" || t == "}") {
+      angles.clear();
+    }
     if (t == "(" || t == "[" || t == "{" || t == "[[") {
       open.push_back(k);
     } else if (t == ")" || t == "]" || t == "}" || t == "]]") {
@@ -114,58 +132,21 @@ std::vector<size_t> matchBrackets(const std::vector<Token>& toks) {
       open.pop_back();
       if (t == "]]" && toks[partner[k]].text == "[" && !open.empty() && toks[open.back()].text == "[") {
         partner[open.back()] = k;
+        partner[k] = open.back();
         open.pop_back();
       }
+      while (!angles.empty() && angles.back().second > open.size()) angles.pop_back();
     }
   }
   return partner;
 }
 
-constexpr std::array<std::string_view, 26> kBuiltinAttributes = {"dispatch_quadgroups_per_threadgroup",
-                                                                 "dispatch_simdgroups_per_threadgroup",
-                                                                 "dispatch_threads_per_threadgroup",
-                                                                 "grid_origin",
-                                                                 "grid_size",
-                                                                 "quadgroup_index_in_threadgroup",
-                                                                 "quadgroups_per_threadgroup",
-                                                                 "simdgroup_index_in_threadgroup",
-                                                                 "simdgroups_per_threadgroup",
-                                                                 "thread_execution_width",
-                                                                 "thread_index_in_quadgroup",
-                                                                 "thread_index_in_simdgroup",
-                                                                 "thread_index_in_threadgroup",
-                                                                 "thread_position_in_grid",
-                                                                 "thread_position_in_threadgroup",
-                                                                 "threadgroup_position_in_grid",
-                                                                 "threadgroups_per_grid",
-                                                                 "threads_per_grid",
-                                                                 "threads_per_simdgroup",
-                                                                 "threads_per_threadgroup",
-                                                                 "simdgroup_size",
-                                                                 "quadgroup_size",
-                                                                 "thread_index_in_grid",
-                                                                 "dispatch_threads_per_grid",
-                                                                 "threadgroups_per_grid_size",
-                                                                 "thread_execution_width_in_grid"};
-
-// Attributes that exist in Metal but not for compute kernels we can translate; kept so the compiler can name them.
-constexpr std::array<std::string_view, 14> kUnsupportedAttributes = {
-    "stage_in",           "texture",         "sampler", "id",   "user", "position", "vertex_id", "instance_id", "color",
-    "raster_order_group", "imageblock_data", "payload", "mesh", "patch"};
-
-bool isBuiltinAttribute(std::string_view n) {
-  return std::find(kBuiltinAttributes.begin(), kBuiltinAttributes.end(), n) != kBuiltinAttributes.end();
-}
-bool isUnsupportedAttribute(std::string_view n) {
-  return std::find(kUnsupportedAttributes.begin(), kUnsupportedAttributes.end(), n) != kUnsupportedAttributes.end();
-}
-
 // C++ spellings of types that `static_cast` handles as Metal does (no rewrite needed).
 bool isBuiltinTypeKeyword(std::string_view n) {
   static constexpr std::array<std::string_view, 22> names = {
-      "bool",  "char",   "uchar", "short",  "ushort", "int",     "uint",    "long",     "ulong",    "float", "double",
-      "void",  "size_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
-      "unsigned"};
+      "bool",     "char",    "uchar",    "short",   "ushort",   "int",     "uint",    "long",
+      "ulong",    "float",   "double",   "void",    "size_t",   "int8_t",  "uint8_t", "int16_t",
+      "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "unsigned"};
   return std::find(names.begin(), names.end(), n) != names.end();
 }
 
@@ -176,10 +157,7 @@ class Rewriter {
     if (auto it = context.boolSwizzles.find(path); it != context.boolSwizzles.end()) boolSwizzles_ = &it->second;
   }
 
-  void collect() {
-    collectVectorAliases();
-    collectStorageMacros();
-  }
+  void collect() { collectVectorAliases(); }
 
   RewrittenSource run() {
     collect();
@@ -206,7 +184,7 @@ class Rewriter {
         } else if (t.text == "{" && parenDepth > 0 && i > 0 && (toks_[i - 1].text == "(" || toks_[i - 1].text == ",")) {
           rewriteBracedArgument(i);
         } else if (t.text == "[[") {
-          if (auto end = rewriteAttributeList(i, parenDepth > 0)) i = *end;
+          if (auto end = rewriteAttributeNames(i)) i = *end;
         } else if (t.text == "[" && parenDepth > 0) {
           if (auto end = rewriteArrayParameter(i)) i = *end;
         }
@@ -227,6 +205,9 @@ class Rewriter {
       }
       if (t.text == "kernel" && isKernelKeyword(i)) {
         replace(t.begin, t.end, "__attribute__((annotate(\"m2v.kernel\")))");
+      } else if ((t.text == "vertex" || t.text == "fragment") && isKernelKeyword(i)) {
+        // the render stages' function qualifiers: declared, not compiled (ClangFrontend.cpp skips their bodies)
+        replace(t.begin, t.end, "__attribute__((annotate(\"m2v.render_stage\", \"" + std::string(t.text) + "\")))");
       } else if (t.text == "threadgroup" && braceDepth > 0 && parenDepth == 0 && startsStatement(i) &&
                  !declaresPointer(i + 1)) {
         // A static of class type in another address space cannot be default-constructed in C++; empty
@@ -284,10 +265,12 @@ class Rewriter {
         bool halfTarget = close == i + 3 && (toks_[i + 2].text == "half" || toks_[i + 2].text == "bfloat");
         // A single name that is no C++ type keyword may be a template parameter standing for half, bfloat or a
         // vector: Metal converts those where C++ rejects or bit-casts.
-        bool nameTarget = close == i + 3 && toks_[i + 2].kind == TokKind::Identifier &&
-                          !isBuiltinTypeKeyword(toks_[i + 2].text);
+        bool nameTarget =
+            close == i + 3 && toks_[i + 2].kind == TokKind::Identifier && !isBuiltinTypeKeyword(toks_[i + 2].text);
         if (vectorTarget || halfTarget || nameTarget) {
-          const char* helper = vectorTarget ? "__m2v::vec_ctor<" : halfTarget ? "__m2v::scalar_cast<" : "__m2v::static_cast_<";
+          const char* helper = vectorTarget ? "__m2v::vec_ctor<"
+                               : halfTarget ? "__m2v::scalar_cast<"
+                                            : "__m2v::static_cast_<";
           replace(t.begin, toks_[close + 1].end, std::string(helper) + std::string(inner) + ">(");
           i = close + 1;
         }
@@ -322,16 +305,14 @@ class Rewriter {
   void wrapConditionalOperands(size_t q) {
     // the start of the first operand: at depth 0, back to `;`, `{`, `}` (a statement) or anything else that
     // starts an expression
-    int depth = 0;
     bool statement = false;
     for (size_t k = q; k > 0; --k) {
       std::string_view w = toks_[k - 1].text;
-      if (w == ")" || w == "]") ++depth;
-      if (w == "(" || w == "[") {
-        if (depth == 0) break;
-        --depth;
+      if ((w == ")" || w == "]" || w == "]]") && partner(k - 1) != std::string_view::npos) {
+        k = partner(k - 1) + 1;  // over the whole group
+        continue;
       }
-      if (depth > 0) continue;
+      if (w == "(" || w == "[") break;
       if (w == ";" || w == "{" || w == "}") {
         statement = true;
         break;
@@ -352,19 +333,18 @@ class Rewriter {
   // third, the `)`, `]`, `}`, `;`, `,` or `:` that ends the conditional. None when the operand is not a plain one
   // (the second crosses a bracket or `;`; a `>` closes what may be a template argument list).
   std::optional<size_t> conditionalOperandEnd(size_t from, bool second) const {
-    int depth = 0, nested = 0, angle = 0;
+    int nested = 0;
     for (size_t k = from; k < toks_.size(); ++k) {
       std::string_view w = toks_[k].text;
-      if (w == "(" || w == "[" || w == "{") ++depth;
-      if (w == ")" || w == "]" || w == "}") {
-        if (depth == 0) return second ? std::nullopt : std::optional<size_t>(k);
-        --depth;
+      if ((w == "(" || w == "[" || w == "{" || w == "[[" || w == "<") && partner(k) != std::string_view::npos) {
+        k = partner(k);  // over the whole group (a template argument list: its commas are not the operand's end)
+        continue;
       }
-      if (depth > 0) continue;
-      if (w == "<") ++angle;
-      if (w == ">" && angle-- == 0) return std::nullopt;
+      if (w == "(" || w == "[" || w == "{") return std::nullopt;  // unbalanced
+      if (w == ")" || w == "]" || w == "]]" || w == "}") return second ? std::nullopt : std::optional<size_t>(k);
+      if (w == ">") return std::nullopt;
       if (w == ";") return second ? std::nullopt : std::optional<size_t>(k);
-      if (!second && w == "," && angle == 0) return k;
+      if (!second && w == ",") return k;
       if (w == "?") ++nested;
       if (w == ":") {
         if (nested == 0) return k;
@@ -378,48 +358,6 @@ class Rewriter {
     if (first == last && toks_[first].kind == TokKind::Number) return;  // a literal is a value already
     replace(toks_[first].begin, toks_[first].begin, "__m2v::value(");
     replace(toks_[last].end, toks_[last].end, ")");
-  }
-
-  // A function constant gets its value when the pipeline is made: it is neither `constexpr` nor `const` to clang
-  // (whose constant folding would otherwise use a value it does not have), and it lives in the constant address
-  // space without the const that `constant` implies elsewhere. `attr` is the `[[` of its attribute.
-  void rewriteFunctionConstantStorage(size_t attr) {
-    size_t begin = attr;
-    while (begin > 0 && toks_[begin - 1].text != ";" && toks_[begin - 1].text != "{" && toks_[begin - 1].text != "}")
-      --begin;
-    auto storage = [](std::string_view w) -> std::optional<std::string> {
-      if (w == "constexpr" || w == "const") return "";
-      if (w == "constant") return "__M2V_CONSTANT_SPACE";
-      return std::nullopt;
-    };
-    for (size_t k = begin; k < attr; ++k) {
-      std::string_view w = toks_[k].text;
-      if (auto r = storage(w)) {
-        replace(toks_[k].begin, toks_[k].end, *r);
-      } else if (auto m = context_.storageMacros.find(w); m != context_.storageMacros.end()) {
-        std::string expansion;
-        for (const Token& b : lex(m->second)) expansion += storage(b.text).value_or(std::string(b.text)) + " ";
-        replace(toks_[k].begin, toks_[k].end, expansion);
-      }
-    }
-  }
-
-  // `#define NAME body` with `constant`, `constexpr` or `const` in the body, and no parameters.
-  void collectStorageMacros() {
-    for (size_t k = 0; k + 2 < toks_.size(); ++k) {
-      if (toks_[k].text != "#" || toks_[k + 1].text != "define" || toks_[k + 2].kind != TokKind::Identifier) continue;
-      size_t nameEnd = toks_[k + 2].end;
-      if (nameEnd < src_.size() && src_[nameEnd] == '(') continue;
-      size_t lineEnd = nameEnd;
-      while (lineEnd < src_.size() && !(src_[lineEnd] == '\n' && src_[lineEnd - 1] != '\\')) ++lineEnd;
-      std::string body;
-      bool storage = false;
-      for (size_t b = k + 3; b < toks_.size() && toks_[b].begin < lineEnd; ++b) {
-        storage |= toks_[b].text == "constant" || toks_[b].text == "constexpr" || toks_[b].text == "const";
-        body += std::string(toks_[b].text) + " ";
-      }
-      if (storage) context_.storageMacros[std::string(toks_[k + 2].text)] = body;
-    }
   }
 
   // `EXPR.xy` (EXPR a bool vector) -> `__m2v::swizzle<0, 1>(EXPR)`, a value. `name` is the component name's token.
@@ -512,7 +450,8 @@ class Rewriter {
     std::string_view callee = toks_[paren - 1].text;
     if (toks_[paren - 1].kind != TokKind::Identifier && callee != ">" && callee != ")" && callee != "]") return;
     if (callee == "if" || callee == "while" || callee == "for" || callee == "switch" || callee == "return" ||
-        callee == "sizeof" || callee == "decltype") return;
+        callee == "sizeof" || callee == "decltype")
+      return;
     size_t close = partner(open);
     if (close == std::string_view::npos) return;
     int commas = 0;
@@ -640,16 +579,13 @@ class Rewriter {
 
   // After `threadgroup`: does the declaration declare a pointer or reference (which lives in thread memory)?
   bool declaresPointer(size_t i) const {
-    int angle = 0;
     for (; i < toks_.size(); ++i) {
       std::string_view t = toks_[i].text;
-      if (t == "<")
-        ++angle;
-      else if (t == ">")
-        --angle;
-      else if (angle <= 0 && (t == ";" || t == "=" || t == "[" || t == "(" || t == "," || t == "{"))
+      if (t == "<" && partner(i) != std::string_view::npos)
+        i = partner(i);  // a template argument list
+      else if (t == ";" || t == "=" || t == "[" || t == "(" || t == "," || t == "{")
         return false;
-      else if (angle <= 0 && (t == "*" || t == "&" || t == "&&"))
+      else if (t == "*" || t == "&" || t == "&&")
         return true;
     }
     return false;
@@ -661,9 +597,8 @@ class Rewriter {
     if (open < 2 || toks_[open - 1].kind != TokKind::Identifier) return std::nullopt;
     std::string_view beforeName = toks_[open - 2].text;
     if (toks_[open - 2].kind != TokKind::Identifier && beforeName != ">") return std::nullopt;  // a type, not `f(x[3])`
-    size_t close = open;
-    while (close < toks_.size() && toks_[close].text != "]") ++close;
-    if (close + 1 >= toks_.size()) return std::nullopt;
+    size_t close = partner(open);
+    if (close == std::string_view::npos || toks_[close].text != "]" || close + 1 >= toks_.size()) return std::nullopt;
     std::string_view after = toks_[close + 1].text;
     if (after != "," && after != ")" && after != "[[") return std::nullopt;
     bool inAddressSpace = false;  // the parameter, back to its `(` or `,`, names an address space
@@ -680,16 +615,13 @@ class Rewriter {
 
   // Inserts ` = {}` before each top-level `,` and the `;` of the declaration that starts at token `i`.
   void addEmptyInitializers(size_t i) {
-    int depth = 0;
     for (; i < toks_.size(); ++i) {
       std::string_view t = toks_[i].text;
-      if (t == "(" || t == "[" || t == "{" || t == "<")
-        ++depth;
-      else if (t == ")" || t == "]" || t == "}" || t == ">")
-        --depth;
-      else if (depth == 0 && t == "=")
+      if ((t == "(" || t == "[" || t == "{" || t == "<") && partner(i) != std::string_view::npos)
+        i = partner(i);  // over the whole group
+      else if (t == "=")
         return;  // already initialized (not valid Metal; let clang say so)
-      else if (depth == 0 && (t == "," || t == ";")) {
+      else if (t == "," || t == ";") {
         replace(toks_[i].begin, toks_[i].begin, " = {}");
         if (t == ";") return;
       }
@@ -720,16 +652,15 @@ class Rewriter {
     if (scopes_.empty()) return std::nullopt;  // a free function: nothing to collide with
     // The declaration's first token: after the previous `;`, `{`, `}` or access specifier of this scope.
     size_t begin = q;
-    int depth = 0;
     while (begin > 0) {
       std::string_view w = toks_[begin - 1].text;
-      if (w == ")" || w == "]" || w == "]]") ++depth;
-      if (w == "(" || w == "[" || w == "[[") {
-        if (depth == 0) return std::nullopt;
-        --depth;
+      if ((w == ")" || w == "]" || w == "]]") && partner(begin - 1) != std::string_view::npos) {
+        begin = partner(begin - 1);  // over the whole group
+        continue;
       }
-      if (depth == 0 && (w == ";" || w == "{" || w == "}")) break;
-      if (depth == 0 && w == ":" && begin >= 2 &&
+      if (w == "(" || w == "[" || w == "[[") return std::nullopt;  // inside a group: not a declaration of the class
+      if (w == ";" || w == "{" || w == "}") break;
+      if (w == ":" && begin >= 2 &&
           (toks_[begin - 2].text == "public" || toks_[begin - 2].text == "private" ||
            toks_[begin - 2].text == "protected"))
         break;
@@ -752,8 +683,7 @@ class Rewriter {
     if (!end) return std::nullopt;
     bool seen = !seenMethods_.insert({scopes_.back(), key}).second || hasUnqualifiedTwin(scopes_.back(), begin, key);
     if (!seen) return std::nullopt;  // the first of its kind: keep it (the caller drops the qualifier)
-    replace(toks_[begin].begin, toks_[*end].end,
-            linesOf(toks_[begin].begin, toks_[*end].end));
+    replace(toks_[begin].begin, toks_[*end].end, linesOf(toks_[begin].begin, toks_[*end].end));
     return *end;
   }
 
@@ -832,115 +762,56 @@ class Rewriter {
     return out;
   }
 
-  size_t matchAngle(size_t open) const {
-    int depth = 0;
-    for (size_t j = open; j < toks_.size(); ++j) {
-      std::string_view t = toks_[j].text;
-      if (t == "<")
-        ++depth;
-      else if (t == ">") {
-        if (--depth == 0) return j;
-      } else if (t == ";" || t == "{" || t == "}")
-        return 0;
+  // The `>` that closes the template argument list opening at `open` (see matchBrackets), or 0.
+  size_t matchAngle(size_t open) const { return partner(open) == std::string_view::npos ? 0 : partner(open); }
+
+  // Metal's attributes are clang attributes (MetalAttributes.cpp): clang parses `[[...]]` itself. Two things are
+  // left to do on the tokens. The name `threadgroup` is spelled `__m2v_threadgroup`, as the preprocessor would expand
+  // it as the address space (a macro of metal_stdlib) before the parser sees the attribute. And Metal allows an
+  // attribute list on an explicit instantiation (`template [[host_name("k")]] [[kernel]] void k<float>(...);`),
+  // where C++ allows none: there the list becomes the GNU spelling of the same attributes, which C++ allows on the
+  // declaration specifiers (`kernel` becomes its annotation: clang's GNU `kernel` is another attribute). `open` is
+  // the `[[` of an attribute list; returns its `]]`.
+  std::optional<size_t> rewriteAttributeNames(size_t open) {
+    size_t close = partner(open);
+    if (close == std::string_view::npos || toks_[close].text != "]]") return std::nullopt;
+    bool gnu = startsExplicitInstantiation(open);
+    bool namePosition = true;
+    for (size_t k = open + 1; k < close; ++k) {
+      const Token& w = toks_[k];
+      if (w.text == "(" && partner(k) != std::string_view::npos) {
+        k = partner(k);
+        namePosition = false;
+        continue;
+      }
+      if (namePosition && w.text == "threadgroup" && !next(k, "::")) replace(w.begin, w.end, "__m2v_threadgroup");
+      if (gnu && namePosition && w.text == "kernel" && !next(k, "::"))
+        replace(w.begin, w.end, "annotate(\"m2v.kernel\")");
+      namePosition = w.text == ",";
     }
-    return 0;
+    if (gnu) {
+      replace(toks_[open].begin, toks_[open].end, "__attribute__((");
+      replace(toks_[close].begin, toks_[close].end, "))");
+    }
+    return close;
   }
 
-  struct Attr {
-    std::string_view name;
-    size_t argBegin = 0, argEnd = 0;  // source range of the argument text, if any
-    bool hasArgs = false;
-  };
-
-  // Parses `[[ a, b(args), ns::c ]]` starting at the `[[` token; returns the index of the closing token.
-  std::optional<size_t> rewriteAttributeList(size_t open, bool inParens) {
-    std::vector<Attr> attrs;
-    size_t j = open + 1;
-    bool anyForeign = false;
-    while (j < toks_.size()) {
-      if (toks_[j].text == "]]") break;
-      if (toks_[j].text == "]" && j + 1 < toks_.size() && toks_[j + 1].text == "]") break;
-      if (toks_[j].kind != TokKind::Identifier) return std::nullopt;  // not an attribute list (e.g. a[[b]] lambda)
-      Attr a;
-      a.name = toks_[j].text;
-      ++j;
-      if (j < toks_.size() && toks_[j].text == "::") {  // namespaced attribute: foreign to Metal
-        anyForeign = true;
-        j += 2;
-        a.name = {};
-      }
-      if (j < toks_.size() && toks_[j].text == "(") {
-        size_t k = partner(j);
-        if (k == std::string_view::npos) return std::nullopt;
-        a.hasArgs = true;
-        a.argBegin = toks_[j].end;
-        a.argEnd = toks_[k].begin;
-        j = k + 1;
-      }
-      attrs.push_back(a);
-      if (j < toks_.size() && toks_[j].text == ",") ++j;
-    }
-    if (j >= toks_.size()) return std::nullopt;
-    size_t closeEnd = toks_[j].text == "]]" ? toks_[j].end : toks_[j + 1].end;
-    size_t closeIdx = toks_[j].text == "]]" ? j : j + 1;
-
-    std::vector<std::string> annotations;
-    std::vector<std::string> kept;
-    for (const Attr& a : attrs) {
-      std::string arg = a.hasArgs ? std::string(src_.substr(a.argBegin, a.argEnd - a.argBegin)) : "";
-      std::string n(a.name);
-      if (n == "kernel") {
-        annotations.push_back("annotate(\"m2v.kernel\")");
-      } else if (n == "host_name" && a.hasArgs) {
-        annotations.push_back("annotate(\"m2v.host_name\", " + arg + ")");
-      } else if ((n == "buffer" || n == "threadgroup") && a.hasArgs) {
-        annotations.push_back("annotate(\"m2v." + n + "\", " + arg + ")");
-      } else if (n == "function_constant" && a.hasArgs) {
-        if (inParens)  // on a parameter: the name of a bool function constant that guards it
-          annotations.push_back("annotate(\"m2v.function_constant_ref\", \"" + trim(arg) + "\")");
-        else {
-          annotations.push_back("annotate(\"m2v.function_constant\", " + arg + ")");
-          rewriteFunctionConstantStorage(open);
-        }
-      } else if (n == "max_total_threads_per_threadgroup" && a.hasArgs) {
-        annotations.push_back("annotate(\"m2v.max_total_threads_per_threadgroup\", " + arg + ")");
-      } else if (isBuiltinAttribute(n)) {
-        annotations.push_back("annotate(\"m2v.builtin\", \"" + n + "\")");
-      } else if (isUnsupportedAttribute(n)) {
-        annotations.push_back("annotate(\"m2v.unsupported_attribute\", \"" + n + "\")");
+  // Whether the attribute list that opens at `open` is among the attribute lists and `kernel` keywords that follow
+  // the `template` of an explicit instantiation (`template`, `extern template`; not `template <`).
+  bool startsExplicitInstantiation(size_t open) const {
+    size_t k = open;
+    while (k > 0) {
+      const Token& p = toks_[k - 1];
+      if (p.text == "]]" && partner(k - 1) != std::string_view::npos && toks_[partner(k - 1)].text == "[[") {
+        k = partner(k - 1);
+      } else if (p.text == "kernel") {
+        --k;
       } else {
-        anyForeign = true;
-        // A standard attribute (maybe_unused, likely, ...) stays as it is.
-        std::string text = n;
-        if (a.hasArgs) text += "(" + arg + ")";
-        kept.push_back(text);
+        break;
       }
     }
-    if (annotations.empty()) return closeIdx;  // only standard attributes: leave the list alone
-    std::string out = "__attribute__((";
-    for (size_t k = 0; k < annotations.size(); ++k) out += (k ? ", " : "") + annotations[k];
-    out += "))";
-    if (anyForeign && !kept.empty()) {
-      out += " [[";
-      for (size_t k = 0; k < kept.size(); ++k) out += (k ? ", " : "") + kept[k];
-      out += "]]";
-    }
-    // Keep the line structure: one newline in the replacement for each one the attribute list spanned.
-    // (inside a #define the line continuations come along; the argument text may carry some of them already)
-    std::string lines = linesOf(toks_[open].begin, closeEnd);
-    size_t have = std::count(out.begin(), out.end(), '\n'), skip = 0;
-    for (size_t n = 0; n < have && skip < lines.size(); ++skip)
-      if (lines[skip] == '\n') ++n;
-    out += lines.substr(skip);
-    replace(toks_[open].begin, closeEnd, out);
-    return closeIdx;
-  }
-
-  static std::string trim(std::string s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-    size_t b = 0;
-    while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-    return s.substr(b);
+    return k > 0 && toks_[k - 1].text == "template" &&
+           !(k >= 2 && (toks_[k - 2].text == "::" || toks_[k - 2].text == "." || toks_[k - 2].text == "->"));
   }
 
   void replace(size_t begin, size_t end, std::string text) { pending_.push_back({begin, end, std::move(text)}); }
@@ -990,9 +861,9 @@ class Rewriter {
   std::vector<size_t> partner_;  // matchBrackets(toks_)
   std::vector<PendingEdit> pending_;
   RewriteContext& context_;
-  const std::set<size_t>* boolSwizzles_ = nullptr;  // this file's, when the front end found any
-  std::vector<size_t> scopes_;                              // the `{` of each enclosing brace scope
-  std::vector<bool> codeScopes_;                            // whether each enclosing brace scope holds statements
+  const std::set<size_t>* boolSwizzles_ = nullptr;        // this file's, when the front end found any
+  std::vector<size_t> scopes_;                            // the `{` of each enclosing brace scope
+  std::vector<bool> codeScopes_;                          // whether each enclosing brace scope holds statements
   std::set<std::pair<size_t, std::string>> seenMethods_;  // (scope, signature) of address-space-qualified methods
 };
 
@@ -1018,9 +889,7 @@ size_t RewrittenSource::originalOffset(size_t off) const {
   return off - e.rewrittenEnd + e.originalEnd;
 }
 
-void collectRewriteContext(std::string_view source, RewriteContext& context) {
-  Rewriter(source, context).collect();
-}
+void collectRewriteContext(std::string_view source, RewriteContext& context) { Rewriter(source, context).collect(); }
 
 std::vector<std::pair<std::string, bool>> includeDirectives(std::string_view s) {
   std::vector<std::pair<std::string, bool>> out;

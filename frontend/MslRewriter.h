@@ -34,9 +34,6 @@ struct RewriteContext {
   // Names declared as aliases of vector types (`using complex_T = vec<T, 2>;`, `typedef float2 cplx;`): their
   // functional casts `complex_T(a, b)` are vector constructors too.
   std::set<std::string, std::less<>> vectorAliases;
-  // Object-like macros whose body declares storage (`#define STEEL_CONST static constant constexpr const`): a
-  // function constant declared through one is rewritten from the macro's body.
-  std::map<std::string, std::string, std::less<>> storageMacros;
   // Component names of bool vectors (`b.xy`), by file and offset of the name in the original text: clang rejects
   // them, so the front end learns where they are from its first attempt and parses again with these rewritten to
   // __m2v::swizzle<0, 1>(b).

@@ -237,47 +237,72 @@ void Emitter::define(const llvm::Value* v, Id id) {
 
 // The variable a pointer points into, when it is one of ours (threadgroup, thread, constant table); null for
 // device addresses.
+// The variable a logical pointer points into: through GEPs, casts, selects and phis, also loop-carried ones
+// (`p += 8` in a loop is a phi of the pointer before the loop and a GEP of the phi itself). A value met again while
+// its own base is being determined adds nothing (the cycle can only carry the base it started from); the results
+// that depended on such a value are kept only once the value that closes the cycle has its base.
 const llvm::Value* Emitter::baseOf(const llvm::Value* v) {
-  auto it = bases_.find(v);
-  if (it != bases_.end()) return it->second;
-  bases_[v] = nullptr;  // breaks cycles through phis
+  llvm::SmallPtrSet<const llvm::Value*, 4> pendingOn;
+  return baseOfStep(v, pendingOn);
+}
+
+const llvm::Value* Emitter::baseOfStep(const llvm::Value* v, llvm::SmallPtrSetImpl<const llvm::Value*>& pendingOn) {
+  if (auto it = bases_.find(v); it != bases_.end()) return it->second;
+  if (basesInProgress_.contains(v)) {
+    pendingOn.insert(v);
+    return nullptr;
+  }
+  basesInProgress_.insert(v);
+  llvm::SmallPtrSet<const llvm::Value*, 4> pending;
+  // Of several possible values (a phi's or select's): the one variable they share. A value whose base is only
+  // pending (it leads back into the cycle being walked) or undefined adds nothing; one with no variable at all makes
+  // the whole a device address.
+  auto merge = [&](llvm::ArrayRef<const llvm::Value*> values, const llvm::Instruction* at) -> const llvm::Value* {
+    const llvm::Value* base = nullptr;
+    for (const llvm::Value* in : values) {
+      if (llvm::isa<llvm::UndefValue>(in)) continue;
+      llvm::SmallPtrSet<const llvm::Value*, 4> inPending;
+      const llvm::Value* b = baseOfStep(in, inPending);
+      pending.insert(inPending.begin(), inPending.end());
+      if (!b) {
+        if (!inPending.empty()) continue;
+        return nullptr;
+      }
+      if (base && b != base) unsupported(at, "a pointer that may point into different threadgroup or thread arrays");
+      base = b;
+    }
+    return base;
+  };
   const llvm::Value* base = nullptr;
   if (auto* g = llvm::dyn_cast<llvm::GlobalVariable>(v)) {
     base = g;
   } else if (llvm::isa<llvm::AllocaInst>(v)) {
     base = v;
   } else if (auto* gep = llvm::dyn_cast<llvm::GEPOperator>(v)) {
-    base = baseOf(gep->getPointerOperand());
+    base = baseOfStep(gep->getPointerOperand(), pending);
   } else if (auto* phi = llvm::dyn_cast<llvm::PHINode>(v)) {
-    for (const llvm::Value* in : phi->incoming_values()) {
-      if (llvm::isa<llvm::UndefValue>(in)) continue;
-      const llvm::Value* b = baseOf(in);
-      if (!b && bases_.lookup(in) == nullptr && !llvm::isa<llvm::PHINode>(in)) {
-        base = nullptr;
-        break;
-      }
-      if (b && base && b != base)
-        unsupported(llvm::dyn_cast<llvm::Instruction>(v),
-                    "a pointer that may point into different threadgroup or thread arrays");
-      if (b) base = b;
-    }
+    llvm::SmallVector<const llvm::Value*, 4> incoming(phi->incoming_values().begin(), phi->incoming_values().end());
+    base = merge(incoming, phi);
   } else if (auto* sel = llvm::dyn_cast<llvm::SelectInst>(v)) {
-    const llvm::Value* a = baseOf(sel->getTrueValue());
-    const llvm::Value* b = baseOf(sel->getFalseValue());
-    if (a && b && a != b) unsupported(sel, "a pointer that may point into different threadgroup or thread arrays");
-    base = a ? a : b;
+    base = merge({sel->getTrueValue(), sel->getFalseValue()}, sel);
   } else if (auto* fr = llvm::dyn_cast<llvm::FreezeInst>(v)) {
-    base = baseOf(fr->getOperand(0));
+    base = baseOfStep(fr->getOperand(0), pending);
   } else if (auto* cast = llvm::dyn_cast<llvm::AddrSpaceCastOperator>(v)) {
-    base = baseOf(cast->getPointerOperand());
+    base = baseOfStep(cast->getPointerOperand(), pending);
   } else if (auto* call = llvm::dyn_cast<llvm::CallInst>(v); call && call->getType()->isPointerTy()) {
     if (auto* ii = llvm::dyn_cast<llvm::IntrinsicInst>(call);
         ii && (ii->getIntrinsicID() == llvm::Intrinsic::ptr_annotation ||
                ii->getIntrinsicID() == llvm::Intrinsic::launder_invariant_group ||
                ii->getIntrinsicID() == llvm::Intrinsic::strip_invariant_group))
-      base = baseOf(call->getArgOperand(0));
+      base = baseOfStep(call->getArgOperand(0), pending);
   }
-  bases_[v] = base;
+  basesInProgress_.erase(v);
+  pending.erase(v);  // the cycle through `v` is closed: its base is what the rest gave
+  if (pending.empty()) {
+    bases_[v] = base;
+  } else {
+    pendingOn.insert(pending.begin(), pending.end());
+  }
   return base;
 }
 

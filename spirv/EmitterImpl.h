@@ -2,6 +2,7 @@
 #pragma once
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Analysis/PostDominators.h>
 #include <llvm/IR/DataLayout.h>
@@ -59,6 +60,7 @@ class Emitter {
   Id resultId(const llvm::Value* v);         // the id an instruction's result must use
   bool isLogicalPointer(const llvm::Value* v);
   const llvm::Value* baseOf(const llvm::Value* v);
+  const llvm::Value* baseOfStep(const llvm::Value* v, llvm::SmallPtrSetImpl<const llvm::Value*>& pendingOn);
   Id emitOp(const llvm::Instruction& i);
   Id signedOp(const llvm::Instruction& i, spv::Op op);
   bool isNarrowingView(const llvm::Instruction& i);
@@ -120,6 +122,7 @@ class Emitter {
   llvm::DenseMap<const llvm::Value*, bool> defined_;
   llvm::DenseMap<const llvm::BasicBlock*, Id> labels_;
   llvm::DenseMap<const llvm::Value*, const llvm::Value*> bases_;  // logical pointer -> its variable (or null)
+  llvm::SmallPtrSet<const llvm::Value*, 8> basesInProgress_;      // baseOf's walk: the values it is inside of
   std::map<const llvm::Value*, LogicalVariable> logicalVars_;
   std::map<const llvm::Type*, Id> types_;
   std::map<spv::BuiltIn, Id> builtins_;

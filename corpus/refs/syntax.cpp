@@ -84,3 +84,31 @@ M2V_REF(syntax_alternate) {
     y[2 * g + 1] = odd;
   }
 }
+
+// y[i] = x[i] * scale, plus (use_sum) the sum of x * scale over i's group of 64
+M2V_REF(syntax_group_sum) {
+  const auto& x = c.x("x");
+  auto& y = c.y("y");
+  bool sum = c.s("use_sum") != 0;
+  for (size_t g = 0; g < x.size() / 64; ++g) {
+    double s = 0;
+    for (size_t t = 0; t < 64; ++t) s += x[g * 64 + t] * c.s("scale");
+    for (size_t t = 0; t < 64; ++t) y[g * 64 + t] = x[g * 64 + t] * c.s("scale") + (sum ? s : 0.0);
+  }
+}
+
+// A = x of the group, B = 2 A: y[64 g + t] = sum_k (t odd ? B : A)[t % 8 + 8 k] + sum_k A[8 (t / 8) + k], k < n
+// (tg_tile walks the row backwards from its end: the same sum)
+M2V_REF(syntax_tg_walk) {
+  const auto& x = c.x("x");
+  auto& y = c.y("y");
+  size_t n = size_t(c.i("n"));
+  for (size_t g = 0; g < x.size() / 64; ++g)
+    for (size_t t = 0; t < 64; ++t) {
+      const double* a = &x[g * 64];
+      double s = 0, r = 0;
+      for (size_t k = 0; k < n; ++k) s += a[t % 8 + 8 * k] * ((t & 1) ? 2.0 : 1.0);
+      for (size_t k = 0; k < n; ++k) r += a[(t / 8) * 8 + k];
+      y[g * 64 + t] = s + r;
+    }
+}

@@ -46,3 +46,39 @@ void affine_spaced(device const float* x [[ buffer(0) ]], device float* y [[buff
   }
 SCALE_KERNEL(scale_macro_f32, float)
 SCALE_KERNEL(scale_macro_f16, half)
+
+// A function constant declared through a macro that spells its storage (`static constant constexpr const`), a
+// threadgroup-memory argument (`[[threadgroup(0)]]`, whose name is also the address space) and the kernel's
+// threadgroup-size limit in front of `kernel`: y[g * 64 + t] = x[...] * scale, plus (if use_sum) the sum of its
+// threadgroup's 64 values of x * scale.
+#define FC_STORAGE static constant constexpr const
+FC_STORAGE bool use_sum[[function_constant(2)]];
+
+[[max_total_threads_per_threadgroup(64)]] kernel void group_sum(device const float* x [[buffer(0)]],
+                                                                 device float* y [[buffer(1)]],
+                                                                 constant Params& p [[buffer(2)]],
+                                                                 threadgroup float* scratch[[threadgroup(0)]],
+                                                                 uint t [[thread_index_in_threadgroup]],
+                                                                 uint g [[ threadgroup_position_in_grid ]]) {
+  uint i = g * 64 + t;
+  float v = x[i] * p.scale;
+  scratch[t] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (use_sum) {
+    float s = 0;
+    for (uint k = 0; k < 64; ++k) s += scratch[k];
+    v += s;
+  }
+  y[i] = v;
+}
+
+// Attribute arguments that are names: a constant, a template parameter (the indices swapped by the instantiation).
+// y = x * scale.
+constant constexpr int kParams = 2;
+template <int In, int Out>
+kernel void named_indices(device const float* x [[buffer(In)]], device float* y [[buffer(Out)]],
+                          constant Params& p [[buffer(kParams)]], uint i [[thread_position_in_grid]]) {
+  if (i < p.n) y[i] = x[i] * p.scale;
+}
+template [[host_name("named_indices")]] [[kernel]] void named_indices<1, 0>(device const float*, device float*,
+                                                                           constant Params&, uint);

@@ -10,38 +10,24 @@ namespace {
 
 std::string rewrite(const std::string& s) { return rewriteMetalSource(s).text; }
 
-TEST(Rewriter, ParameterAttributesBecomeAnnotations) {
-  EXPECT_EQ(rewrite("device float* x [[buffer(3)]]"), "device float* x __attribute__((annotate(\"m2v.buffer\", 3)))");
-  EXPECT_EQ(rewrite("uint3 gid [[thread_position_in_grid]]"),
-            "uint3 gid __attribute__((annotate(\"m2v.builtin\", \"thread_position_in_grid\")))");
+TEST(Rewriter, AttributesAreLeftToClang) {
+  // Metal's attributes are registered with clang (MetalAttributes.cpp): the rewriter leaves them as written, in
+  // every placement and spacing
+  for (const char* s :
+       {"device float* x [[buffer(3)]]", "uint3 tgpig[[threadgroup_position_in_grid]]",
+        "f(device float* b [[buffer(2), function_constant(has_bias)]])", "constant bool b [[function_constant(7)]];",
+        "#define SC static constant constexpr const\nSC bool inv_ [[function_constant(0)]];", "[[kernel]] void f()",
+        "texture2d<float> t [[texture(0)]]", "[[max_total_threads_per_threadgroup(256)]] [[kernel]] void f() {}"})
+    EXPECT_EQ(rewrite(s), s);
+}
+
+TEST(Rewriter, ThreadgroupAttributeIsRespelled) {
+  // `threadgroup` is the address-space macro: as an attribute name it is spelled so that it is not expanded
   EXPECT_EQ(rewrite("threadgroup float* t [[threadgroup(N + 1)]]"),
-            "threadgroup float* t __attribute__((annotate(\"m2v.threadgroup\", N + 1)))");
-}
-
-TEST(Rewriter, SeveralAttributesInOneList) {
-  EXPECT_EQ(rewrite("f(device float* b [[buffer(2), function_constant(has_bias)]])"),
-            "f(device float* b __attribute__((annotate(\"m2v.buffer\", 2), "
-            "annotate(\"m2v.function_constant_ref\", \"has_bias\"))))");
-}
-
-TEST(Rewriter, FunctionConstantIndexAtFileScope) {
-  // a function constant is not const to clang: its value comes with the pipeline
-  EXPECT_EQ(rewrite("constant bool b [[function_constant(7)]];"),
-            "__M2V_CONSTANT_SPACE bool b __attribute__((annotate(\"m2v.function_constant\", 7)));");
-}
-
-TEST(Rewriter, FunctionConstantThroughAStorageMacro) {
-  // MLX: `#define STEEL_CONST static constant constexpr const` then `STEEL_CONST bool inv_ [[function_constant(0)]];`
-  std::string out = rewrite("#define SC static constant constexpr const\nSC bool inv_ [[function_constant(0)]];");
-  EXPECT_NE(out.find("\nstatic __M2V_CONSTANT_SPACE    bool inv_ __attribute__"), std::string::npos) << out;
-}
-
-TEST(Rewriter, StorageMacrosFromAnIncludedHeaderCount) {
-  RewriteContext context;
-  collectRewriteContext("#define SC static constant constexpr const\nusing cplx = vec<float, 2>;", context);
-  std::string out = rewriteMetalSource("SC int n [[function_constant(1)]];\nauto z = cplx(a, b);", &context).text;
-  EXPECT_NE(out.find("static __M2V_CONSTANT_SPACE    int n"), std::string::npos) << out;
-  EXPECT_NE(out.find("__m2v::vec_ctor<cplx>(a, b)"), std::string::npos) << out;
+            "threadgroup float* t [[__m2v_threadgroup(N + 1)]]");
+  EXPECT_EQ(rewrite("threadgroup float* t[[id(1), threadgroup(0)]]"),
+            "threadgroup float* t[[id(1), __m2v_threadgroup(0)]]");
+  EXPECT_EQ(rewrite("f(threadgroup(x))"), "f(threadgroup(x))");
 }
 
 TEST(Rewriter, AddressSpaceOverloadsKeepTheFirst) {
@@ -101,17 +87,26 @@ TEST(Rewriter, CoherentBecomesVolatile) {
 
 TEST(Rewriter, KernelKeywordAndAttribute) {
   EXPECT_EQ(rewrite("kernel void f()"), "__attribute__((annotate(\"m2v.kernel\"))) void f()");
-  EXPECT_EQ(rewrite("[[kernel]] void f()"), "__attribute__((annotate(\"m2v.kernel\"))) void f()");
+  EXPECT_EQ(rewrite("[[kernel]] void f()"), "[[kernel]] void f()");
   // `kernel` as an ordinary name is left alone when no type follows.
   EXPECT_EQ(rewrite("int kernel = 3;"), "int kernel = 3;");
   EXPECT_EQ(rewrite("s.kernel k;"), "s.kernel k;");
 }
 
+TEST(Rewriter, RenderStageQualifiers) {
+  // vertex and fragment functions are declared and not compiled (their bodies are skipped by the front end)
+  EXPECT_EQ(rewrite("vertex V f(uint v [[vertex_id]])"),
+            "__attribute__((annotate(\"m2v.render_stage\", \"vertex\"))) V f(uint v [[vertex_id]])");
+  EXPECT_EQ(rewrite("fragment half4 g()"), "__attribute__((annotate(\"m2v.render_stage\", \"fragment\"))) half4 g()");
+  // the words as names
+  EXPECT_EQ(rewrite("float3 vertex = p.vertex; f(fragment);"), "float3 vertex = p.vertex; f(fragment);");
+}
+
 TEST(Rewriter, KernelKeywordBeforeATypedefOrDecltype) {
-  // a kernel instantiated through a function typedef or decltype: `kernel` precedes a type name, not `void`
+  // a kernel instantiated through a function typedef or decltype: `kernel` precedes a type name, not `void`; the
+  // attribute list of an explicit instantiation (where C++ allows none) takes the GNU spelling
   EXPECT_EQ(rewrite("template [[host_name(\"k_f\")]] kernel k_t k<float>;"),
-            "template __attribute__((annotate(\"m2v.host_name\", \"k_f\"))) "
-            "__attribute__((annotate(\"m2v.kernel\"))) k_t k<float>;");
+            "template __attribute__((host_name(\"k_f\"))) __attribute__((annotate(\"m2v.kernel\"))) k_t k<float>;");
   EXPECT_EQ(rewrite("template kernel decltype(k<half>) k<half>;"),
             "template __attribute__((annotate(\"m2v.kernel\"))) decltype(k<half>) k<half>;");
   EXPECT_EQ(rewrite("extern kernel ns::k_t k;"), "extern __attribute__((annotate(\"m2v.kernel\"))) ns::k_t k;");
@@ -139,36 +134,24 @@ TEST(Rewriter, AddressSpaceOverloadBesideAnUnqualifiedOne) {
   EXPECT_EQ(out, "struct MD {\n  constexpr MD() = default;\n  \n};") << out;
 }
 
-TEST(Rewriter, AttributeWrittenStraightAfterTheName) {
-  // `x[[attr]]` without a space: the annotation must not fuse with the name
-  EXPECT_EQ(rewrite("uint3 tgpig[[threadgroup_position_in_grid]]"),
-            "uint3 tgpig __attribute__((annotate(\"m2v.builtin\", \"threadgroup_position_in_grid\")))");
-  EXPECT_EQ(rewrite("constant bool has_bias[[function_constant(1)]];"),
-            "__M2V_CONSTANT_SPACE bool has_bias __attribute__((annotate(\"m2v.function_constant\", 1)));");
-  EXPECT_EQ(rewrite("f(device float* b[[buffer(2)]], uint i[[thread_index_in_simdgroup]])"),
-            "f(device float* b __attribute__((annotate(\"m2v.buffer\", 2))), uint i "
-            "__attribute__((annotate(\"m2v.builtin\", \"thread_index_in_simdgroup\"))))");
+TEST(Rewriter, AttributeListsOfExplicitInstantiations) {
   EXPECT_EQ(rewrite("template[[host_name(\"k\")]]kernel void k<int>(int);"),
-            "template __attribute__((annotate(\"m2v.host_name\", \"k\")))__attribute__((annotate(\"m2v.kernel\"))) "
-            "void k<int>(int);");
-}
-
-TEST(Rewriter, HostNameInExplicitInstantiationAndMacroBody) {
+            "template __attribute__((host_name(\"k\")))__attribute__((annotate(\"m2v.kernel\"))) void k<int>(int);");
   EXPECT_EQ(rewrite("template [[host_name(\"k_f\")]] [[kernel]] decltype(k<float>) k<float>;"),
-            "template __attribute__((annotate(\"m2v.host_name\", \"k_f\"))) "
-            "__attribute__((annotate(\"m2v.kernel\"))) decltype(k<float>) k<float>;");
+            "template __attribute__((host_name(\"k_f\"))) __attribute__((annotate(\"m2v.kernel\"))) "
+            "decltype(k<float>) k<float>;");
+  EXPECT_EQ(rewrite("extern template [[host_name(\"k\"), kernel]] void k<int>(int);"),
+            "extern template __attribute__((host_name(\"k\"), annotate(\"m2v.kernel\"))) void k<int>(int);");
   std::string macro = "#define inst(n, t) template [[host_name(n)]] [[kernel]] decltype(k<t>) k<t>;";
-  EXPECT_NE(rewrite(macro).find("annotate(\"m2v.host_name\", n)"), std::string::npos);
+  EXPECT_NE(rewrite(macro).find("__attribute__((host_name(n)))"), std::string::npos);
+  // not an explicit instantiation: a template's own declaration, a dependent template name
+  EXPECT_EQ(rewrite("template <int N> [[kernel]] void k();"), "template <int N> [[kernel]] void k();");
+  EXPECT_EQ(rewrite("x.template f<1>([[maybe_unused]] int);").find("__attribute__"), std::string::npos);
 }
 
 TEST(Rewriter, StandardAttributesStay) {
   EXPECT_EQ(rewrite("[[maybe_unused]] int x;"), "[[maybe_unused]] int x;");
   EXPECT_EQ(rewrite("a[b[i]] = 1;"), "a[b[i]] = 1;");
-}
-
-TEST(Rewriter, UnsupportedAttributesAreNamed) {
-  EXPECT_EQ(rewrite("texture2d<float> t [[texture(0)]]"),
-            "texture2d<float> t __attribute__((annotate(\"m2v.unsupported_attribute\", \"texture\")))");
 }
 
 TEST(Rewriter, ThreadgroupVariablesInBodiesBecomeStatic) {
@@ -191,6 +174,14 @@ TEST(Rewriter, VectorConstructorsKeepMetalSemantics) {
   EXPECT_EQ(rewrite("x = vec<T, 4>(y);"), "x = __m2v::vec_ctor<vec<T, 4>>(y);");
   EXPECT_EQ(rewrite("x = static_cast<float4>(h);"), "x = __m2v::vec_ctor<float4>(h);");
   EXPECT_EQ(rewrite("x = static_cast<float>(h);"), "x = static_cast<float>(h);");
+}
+
+TEST(Rewriter, TemplateArgumentListsBesideComparisons) {
+  // the one bracket table pairs `<` with `>` within a statement: a less-than before or inside changes nothing
+  EXPECT_EQ(rewrite("c = a < b; x = vec<T, 2>(y);"), "c = a < b; x = __m2v::vec_ctor<vec<T, 2>>(y);");
+  EXPECT_EQ(rewrite("x = vec<T, (N > 2 ? 4 : 2)>(y);"), "x = __m2v::vec_ctor<vec<T, (N > 2 ? 4 : 2)>>(y);");
+  EXPECT_EQ(rewrite("void f() { threadgroup vec<T, 2> a[4], b; }"),
+            "void f() { static threadgroup vec<T, 2> a[4] = {}, b = {}; }");
 }
 
 TEST(Rewriter, ArrayParametersInAnAddressSpaceArePointers) {
@@ -222,8 +213,8 @@ TEST(Rewriter, LinesNeverMoveAndColumnsMapBack) {
   size_t badRewritten = r.text.find("bad");
   EXPECT_EQ(r.originalOffset(badRewritten), src.find("bad"));
   // A position inside a replacement maps to the start of what it replaced.
-  size_t inAnnotation = r.text.find("m2v.buffer");
-  EXPECT_EQ(r.originalOffset(inAnnotation), src.find("[[buffer"));
+  size_t inAnnotation = r.text.find("m2v.kernel");
+  EXPECT_EQ(r.originalOffset(inAnnotation), src.find("kernel"));
 }
 
 TEST(Rewriter, VectorTypeNames) {
