@@ -14,7 +14,8 @@ namespace {
 // Apple's architecture names end in two generation digits and a size letter ("applegpu_g15s"); MLX picks kernel
 // tiles by the letter and some paths by the generation. A discrete GPU is a large device ('d'), anything else a
 // small one ('g'). Generation 15 is the feature level metal2vk implements (bfloat, simdgroup matrices; Apple's M3
-// family); below 17, so MLX does not take its Metal-4 (NAX) kernels, which metal2vk cannot compile yet.
+// family); below 17, so MLX does not take its Metal-4 (NAX) kernels: metal2vk runs them, but slower than MLX's steel
+// kernels, and the driver takes minutes to build their pipelines (bench/mlx-nax-h200.md).
 std::string architectureName(const DeviceInfo& info) {
   return std::string("vulkan_15") + (info.type == "discrete" ? "d" : "g");
 }
