@@ -38,3 +38,16 @@ def rng():
 def assert_close(actual, expected, rtol, atol):
     np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64),
                                rtol=rtol, atol=atol)
+
+
+@pytest.fixture(params=["shuffle", "cooperative"])
+def matrix_path(request):
+    """Runs a test once per simdgroup-matrix path (M2V_SIMDGROUP_MATRIX, read when a kernel is loaded): the
+    parameter's value, restored afterwards. Tests skip the cooperative one where the device lacks it."""
+    old = os.environ.get("M2V_SIMDGROUP_MATRIX")
+    os.environ["M2V_SIMDGROUP_MATRIX"] = request.param
+    yield request.param
+    if old is None:
+        del os.environ["M2V_SIMDGROUP_MATRIX"]
+    else:
+        os.environ["M2V_SIMDGROUP_MATRIX"] = old

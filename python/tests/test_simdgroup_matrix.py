@@ -3,7 +3,6 @@
 Each kernel runs once with M2V_SIMDGROUP_MATRIX=shuffle and once with =cooperative, and both must match a float64
 reference. The cooperative path needs a device with VK_KHR_cooperative_matrix whose lane layout passed the probe;
 elsewhere those cases are skipped, saying why. Every kernel needs 32-wide simdgroups (not lavapipe)."""
-import os
 
 import numpy as np
 import pytest
@@ -219,20 +218,14 @@ def test_cooperative_load_of_a_threadgroup_tile(lib):
     assert lib["tile_b"].reflection["capabilities"].count("CooperativeMatrixKHR") == 0
 
 
-@pytest.fixture(params=["shuffle", "cooperative"])
-def path(request):
-    if request.param == "cooperative":
+@pytest.fixture
+def path(request, matrix_path):
+    if matrix_path == "cooperative":
         element = "bf16" if "bfloat" in request.node.name else "f16"
         why = m2v.cooperative_matrix_unavailable_reason(element)
         if why:
             pytest.skip(f"cooperative path unavailable for {element}: " + why)
-    old = os.environ.get("M2V_SIMDGROUP_MATRIX")
-    os.environ["M2V_SIMDGROUP_MATRIX"] = request.param
-    yield request.param
-    if old is None:
-        del os.environ["M2V_SIMDGROUP_MATRIX"]
-    else:
-        os.environ["M2V_SIMDGROUP_MATRIX"] = old
+    return matrix_path
 
 
 def run(kernel, arrays, out_shape, groups, threads=(32, 1, 1), scalars=()):

@@ -5,8 +5,6 @@ blocks in row-major block order; element i of a block at row fm + 8 * (i / 4), c
 matmul2d, and writes the destination back through the same layout, so a wrong layout or a wrong product both show.
 Inputs are small multiples of 1/4: every product and sum is exact in half, bfloat and float, so results are
 compared exactly with a float64 reference. The kernels need 32-wide simdgroups (not lavapipe: skipped there)."""
-import os
-
 import numpy as np
 import pytest
 
@@ -107,25 +105,14 @@ def test_builds(lib):
             assert coop is not None and coop["cooperative_matrix_multiplies"] >= 1, name
 
 
-@pytest.fixture(params=["shuffle", "cooperative"])
-def path(request):
-    old = os.environ.get("M2V_SIMDGROUP_MATRIX")
-    os.environ["M2V_SIMDGROUP_MATRIX"] = request.param
-    yield request.param
-    if old is None:
-        del os.environ["M2V_SIMDGROUP_MATRIX"]
-    else:
-        os.environ["M2V_SIMDGROUP_MATRIX"] = old
-
-
 def bfloat_bits(x):
     return (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_matmul2d(lib, path, name):
+def test_matmul2d(lib, matrix_path, name):
     element, M, N, K, ta, tb, acc = CASES[name]
-    if path == "cooperative" and element != "float":
+    if matrix_path == "cooperative" and element != "float":
         why = m2v.cooperative_matrix_unavailable_reason("bf16" if element == "bfloat" else "f16")
         if why:
             pytest.skip(f"cooperative path unavailable for {element}: {why}")
@@ -153,4 +140,4 @@ def test_matmul2d(lib, path, name):
     want = a.astype(np.float64) @ b.astype(np.float64) + (C if acc else 0)
     np.testing.assert_array_equal(got, want)
     if element != "float":
-        assert kernel.simdgroup_matrix_path == ("cooperative_matrix" if path == "cooperative" else "shuffle")
+        assert kernel.simdgroup_matrix_path == ("cooperative_matrix" if matrix_path == "cooperative" else "shuffle")
