@@ -149,6 +149,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     llvm::FunctionPassManager cleanup;
     cleanup.addPass(llvm::InstCombinePass());
     cleanup.addPass(llvm::SimplifyCFGPass());
+    // 8-wide register fragments (Metal 4) as float2 pairs: their accumulators then stay in the device's layout
     cleanup.addPass(SplitWideVectorsPass(64));
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cleanup)));
     mpm.addPass(CooperativeMatrixPass());

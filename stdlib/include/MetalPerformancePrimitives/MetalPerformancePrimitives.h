@@ -117,7 +117,7 @@ template <class E, class T> METAL_FUNC E gather(const thread T *b, uint r, uint 
   return v;
 }
 
-// Block (bi, bj) of a cooperative tensor's transpose, as a block in the layout (8 elements of this lane).
+// The transpose of a 16 x 16 block, as a block in the layout (this lane's 8 elements).
 template <class E, class T> METAL_FUNC void transposed_block(thread E *out, const thread T *b, uint lane) {
   uint q = lane >> 2, fm = (q & 4u) | ((lane >> 1) & 3u), fn = ((q & 2u) | (lane & 1u)) * 4u;
 #pragma clang loop unroll(full)
