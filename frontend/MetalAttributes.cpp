@@ -115,9 +115,15 @@ struct MetalAttrInfo : ParsedAttrInfo {
           var->setConstexpr(false);
           clang::QualType t = var->getType();
           if (t.isConstQualified()) {
-            clang::Qualifiers q = t.getQualifiers();
-            q.removeConst();
-            var->setType(ctx.getQualifiedType(t.getCanonicalType().getUnqualifiedType(), q));
+            // keep the type as written (`uint`, not `unsigned int`: reflection names it in Metal's words)
+            clang::QualType u = t;
+            u.removeLocalConst();
+            if (u.isConstQualified()) {  // const inside a typedef: the canonical type without it
+              clang::Qualifiers q = t.getQualifiers();
+              q.removeConst();
+              u = ctx.getQualifiedType(t.getCanonicalType().getUnqualifiedType(), q);
+            }
+            var->setType(u);
           }
           annotate("m2v.function_constant", args);
         } else {
