@@ -1,6 +1,7 @@
 """A plain simdgroup_matrix GEMM (our own kernel, fragments loaded straight from device memory) on both
 simdgroup_matrix paths, with cuBLAS (PyTorch) on the same GPU in the same process: separates the cost of the
-multiply lowering from that of a kernel's data movement (MLX's steel GEMM: bench/mlx_vs_torch.py).
+multiply lowering from that of a kernel's data movement (MLX's steel GEMM: bench/mlx_vs_torch.py). The same for
+Metal 4's matmul2d on cooperative tensors (`nax_mma_only`).
 
     PYTHONPATH=<metal2vk python dir> python3 bench/simdgroup_gemm.py [--n 4096] [--reps 10] [--report PREFIX]
 """
@@ -17,6 +18,7 @@ import metal2vk as m2v
 
 SOURCE = """
 #include <metal_stdlib>
+#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
 using namespace metal;
 // C (M x N, float) = A (M x K) * B (K x N), half; one simdgroup per 32x32 block of C, K a multiple of 8.
 [[kernel]] void gemm32(device const half* A [[buffer(0)]], device const half* B [[buffer(1)]],
@@ -100,6 +102,41 @@ using namespace metal;
 #pragma unroll
     for (int j = 0; j < 4; ++j) simdgroup_store(acc[i][j], C + (row0 + 8 * i) * N + col0 + 8 * j, N);
 }
+
+// Metal 4's matmul2d (MetalPerformancePrimitives) the same way: 16x32x16 multiplies on cooperative tensors loaded
+// once (through the layout in docs/STDLIB.md), one simdgroup per 16x32 block of C: what the matmul2d lowering costs
+// without the loads.
+inline short2 nax_position(ushort lane, int i) {
+  short q = lane >> 2;
+  return short2(((q & 2) | (lane & 1)) * 4 + i % 4, ((q & 4) | ((lane >> 1) & 3)) + (i / 4) * 8);
+}
+[[kernel]] void nax_mma_only(device const half* A [[buffer(0)]], device const half* B [[buffer(1)]],
+                             device float* C [[buffer(2)]], constant uint3& mnk [[buffer(3)]],
+                             uint2 tg [[threadgroup_position_in_grid]], ushort lane [[thread_index_in_simdgroup]]) {
+  const uint N = mnk.y, K = mnk.z, row0 = tg.y * 16, col0 = tg.x * 32;
+  constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(
+      16, 32, 16, false, false, true, mpp::tensor_ops::matmul2d_descriptor::mode::multiply_accumulate);
+  mpp::tensor_ops::matmul2d<desc, execution_simdgroup> op;
+  auto a = op.get_left_input_cooperative_tensor<half, half, float>();
+  auto b = op.get_right_input_cooperative_tensor<half, half, float>();
+  auto c = op.get_destination_cooperative_tensor<decltype(a), decltype(b), float>();
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    short2 p = nax_position(lane, i);
+    a[i] = A[(row0 + p.y) * K + p.x];
+    b[i] = B[p.y * N + col0 + p.x];
+    b[8 + i] = B[p.y * N + col0 + 16 + p.x];
+    c[i] = 0.0f;
+    c[8 + i] = 0.0f;
+  }
+  for (uint k = 0; k < K; k += 16) op.run(a, b, c);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    short2 p = nax_position(lane, i);
+    C[(row0 + p.y) * N + col0 + p.x] = c[i];
+    C[(row0 + p.y) * N + col0 + 16 + p.x] = c[8 + i];
+  }
+}
 """
 
 
@@ -135,7 +172,7 @@ def main():
         for mode in ("shuffle", "cooperative"):
             os.environ["M2V_SIMDGROUP_MATRIX"] = mode
             lib = m2v.compile_library(path)
-            for name in ("gemm32", "gemm32_h2", "mma_only"):
+            for name in ("gemm32", "gemm32_h2", "mma_only", "nax_mma_only"):
                 lib[name].simdgroup_matrix_path  # loads it now, under this mode
                 libs[(name, mode)] = lib[name]
     s = m2v.Stream(timestamps=True)
@@ -162,15 +199,17 @@ def main():
     except ImportError:
         want, torch_us, gpu = a.astype(np.float32) @ b.astype(np.float32), None, "none"
     for (name, mode), k in libs.items():
-        def launch(k=k):
+        groups = (n // 32, n // 16, 1) if name == "nax_mma_only" else (n // 32, n // 32, 1)
+
+        def launch(k=k, groups=groups):
             s.set_kernel(k)
             for i, buf in enumerate(bufs):
                 s.set_buffer(buf, i)
             s.set_bytes(np.array([n, n, n], np.uint32), 3)
-            s.dispatch_threadgroups((n // 32, n // 32, 1), (32, 1, 1))
+            s.dispatch_threadgroups(groups, (32, 1, 1))
         us = gpu_us(s, launch, args.reps, args.warmup_ms / 1e3)
         got = s.read(bufs[2], np.float32, (n, n))
-        err = float(np.max(np.abs(got - want))) if name != "mma_only" else None  # mma_only: timing only
+        err = float(np.max(np.abs(got - want))) if "mma_only" not in name else None  # timing only
         rows.append({"kernel": name, "path": k.simdgroup_matrix_path, "us": us, "tflops": 2 * n ** 3 / us / 1e6, "max_abs_diff": err,
                      "torch_us": torch_us, "torch_tflops": 2 * n ** 3 / torch_us / 1e6 if torch_us else None})
         print(json.dumps(rows[-1]), flush=True)
