@@ -1521,6 +1521,11 @@ TEST_F(E2E, PreciseMath) {
         }
       }
     }
+    if (c.inputs == MathCase::PowPair || c.inputs == MathCase::PowrPair) {
+      // results within a few ulp of FLT_MAX, whose y log2(x) rounds to 128 in float: finite, not inf
+      a[n - 1] = 0x1.fffffep+31f, b[n - 1] = 4.0f;
+      a[n - 2] = 0x1.fffffep+63f, b[n - 2] = 2.0f;
+    }
     Kernel k = load(c.kernel);
     Buffer bx = upload(a), by = upload(b), out = poisoned(n * 4);
     stream().setKernel(k);

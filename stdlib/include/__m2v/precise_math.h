@@ -480,7 +480,7 @@ __M2V_F float log1p_(float y) {
 // 2^(hi + lo) for |hi| < 2^23
 __M2V_F float exp2_ff(float hi, float lo) {
   if (hi != hi) return hi;
-  if (hi >= 128.0f) return inf_();
+  if (hi > 128.0f || (hi == 128.0f && lo >= 0.0f)) return inf_();  // hi == 128, lo < 0: just below 2^128, finite
   if (hi < -151.0f) return 0.0f;
   float k = rint_(hi);
   float f = (hi - k) + lo;
