@@ -5,7 +5,7 @@ Every entry point of the library's entry_points.tsv is expected as a validated m
 after in-process SPIR-V validation), the Metal-4 files (`nax`: MetalPerformancePrimitives' matmul2d) included; the
 summary also counts those separately. Whatever the input, m2v must exit with 0, 1 or 3: never a signal, an internal error or a timeout.
 
-    compile_library.py [--mlx ROOT] [--m2v PATH] [--sample K] [--floor FILE] [--report PREFIX] [-j N]
+    compile_library.py [--mlx ROOT] [--m2v PATH] [--sample K] [--nax-sample K] [--floor FILE] [--report PREFIX] [-j N]
 
 --sample K compiles every file, but of a file with more than 40 entry points only every K-th entry (the first
 included): the fixed sample CI runs. --floor FILE fails (exit 1) when fewer valid modules come out than the number
@@ -111,6 +111,7 @@ def main():
                                                     os.path.join(os.path.dirname(REPO), "shared", "third_party", "mlx")))
     ap.add_argument("--m2v", default=os.path.join(REPO, "build", "tools", "m2v", "m2v"))
     ap.add_argument("--sample", type=int, default=1)
+    ap.add_argument("--nax-sample", type=int, help="the sample step of the Metal-4 files (default: --sample)")
     ap.add_argument("--floor")
     ap.add_argument("--report")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
@@ -127,7 +128,7 @@ def main():
     for path, info in files.items():
         if args.filter not in path:
             continue
-        wanted = sample(info["entries"], args.sample, info["nax"])
+        wanted = sample(info["entries"], (args.nax_sample or args.sample) if info["nax"] else args.sample, info["nax"])
         rc, stderr, seconds, produced, peak_kb = compile_file(args.m2v, args.mlx, path, wanted, args.jobs,
                                                               args.timeout)
         totals["peak_kb"] = max(totals["peak_kb"], peak_kb)
@@ -150,7 +151,8 @@ def main():
 
     total = totals["selected"]
     rate = totals["valid"] / total * 100 if total else 0.0
-    summary = (f"{totals['valid']} of {total} entry points valid ({rate:.1f}%), sample {args.sample}, "
+    nax_step = f" (Metal-4 files {args.nax_sample})" if args.nax_sample else ""
+    summary = (f"{totals['valid']} of {total} entry points valid ({rate:.1f}%), sample {args.sample}{nax_step}, "
                f"{totals['seconds']:.0f} s, {total / max(totals['seconds'], 1e-9):.1f} entry points/s, "
                f"peak memory of one process {totals['peak_kb'] / 1024:.0f} MiB; of them Metal-4 (NAX) files "
                f"{totals['nax_valid']} of {totals['nax']}")
