@@ -164,7 +164,8 @@ def main():
             causes[cause_of(msg)].append((path, e, msg))
         with open(args.report + ".md", "w") as f:
             f.write("# MLX kernel library: compile report\n\n")
-            f.write(f"`corpus/mlx-library/compile_library.py --sample {args.sample}` (m2v compile with MLX's flags, "
+            nax_arg = f" --nax-sample {args.nax_sample}" if args.nax_sample else ""
+            f.write(f"`corpus/mlx-library/compile_library.py --sample {args.sample}{nax_arg}` (m2v compile with MLX's flags, "
                     f"-j {args.jobs}). {summary}.\n\n")
             f.write("| file | entry points | valid | failed | seconds | peak MiB | exit |\n"
                     "|---|---|---|---|---|---|---|\n")
