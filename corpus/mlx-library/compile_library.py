@@ -3,7 +3,8 @@
 
 Every entry point of the library's entry_points.tsv is expected as a validated module (m2v writes a module only
 after in-process SPIR-V validation), the Metal-4 files (`nax`: MetalPerformancePrimitives' matmul2d) included; the
-summary also counts those separately. Whatever the input, m2v must exit with 0, 1 or 3: never a signal, an internal error or a timeout.
+summary also counts those separately. Whatever the input, m2v must exit with 0, 1 or 3: never a signal, an internal
+error or a timeout.
 
     compile_library.py [--mlx ROOT] [--m2v PATH] [--sample K] [--nax-sample K] [--floor FILE] [--report PREFIX] [-j N]
 
@@ -165,8 +166,8 @@ def main():
         with open(args.report + ".md", "w") as f:
             f.write("# MLX kernel library: compile report\n\n")
             nax_arg = f" --nax-sample {args.nax_sample}" if args.nax_sample else ""
-            f.write(f"`corpus/mlx-library/compile_library.py --sample {args.sample}{nax_arg}` (m2v compile with MLX's flags, "
-                    f"-j {args.jobs}). {summary}.\n\n")
+            f.write(f"`corpus/mlx-library/compile_library.py --sample {args.sample}{nax_arg}` (m2v compile with MLX's "
+                    f"flags, -j {args.jobs}). {summary}.\n\n")
             f.write("| file | entry points | valid | failed | seconds | peak MiB | exit |\n"
                     "|---|---|---|---|---|---|---|\n")
             for path, n, v, fl, sec, rc, nax, first, peak in rows:
