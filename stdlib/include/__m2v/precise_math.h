@@ -191,6 +191,13 @@ __M2V_F float cos_kernel(float hi, float lo) {
   float w = 0.5f * z;
   return (1.0f - w) + ((z * z * p - hi * lo) + ((1.0f - (1.0f - w)) - w));
 }
+// sin and cos of q pi/2 + r from sk = sin(r), ck = cos(r): quadrant q gives sin = sk, ck, -sk, -ck and
+// cos = ck, -sk, -ck, sk
+__M2V_F void in_quadrant(int q, float sk, float ck, thread float& s, thread float& c) {
+  float so = (q & 1) ? ck : sk, co = (q & 1) ? sk : ck;
+  s = (q & 2) ? -so : so;
+  c = ((q + 1) & 2) ? -co : co;
+}
 __M2V_F void sincos_(float x, thread float& s, thread float& c) {
   if (!(fabs_(x) < inf_())) {
     s = c = x - x;  // NaN for inf and NaN
@@ -203,11 +210,7 @@ __M2V_F void sincos_(float x, thread float& s, thread float& c) {
   }
   float hi, lo;
   int q = reduce_trig(x, hi, lo);
-  float sk = sin_kernel(hi, lo), ck = cos_kernel(hi, lo);
-  // quadrant q: sin = sk, ck, -sk, -ck and cos = ck, -sk, -ck, sk
-  float so = (q & 1) ? ck : sk, co = (q & 1) ? sk : ck;
-  s = (q & 2) ? -so : so;
-  c = ((q + 1) & 2) ? -co : co;
+  in_quadrant(q, sin_kernel(hi, lo), cos_kernel(hi, lo), s, c);
 }
 __M2V_F float sin_(float x) {
   float s, c;
@@ -615,11 +618,7 @@ __M2V_F void sincospi_(float x, thread float& s, thread float& c) {
   float t = r - 0.5f * n;
   ff a = two_prod(t, 0x1.921fb6p+1f);
   ff th = fast_two_sum(a.hi, a.lo + t * -0x1.777a5cp-24f);
-  float sk = sin_kernel(th.hi, th.lo), ck = cos_kernel(th.hi, th.lo);
-  int q = int(n);
-  float so = (q & 1) ? ck : sk, co = (q & 1) ? sk : ck;
-  s = (q & 2) ? -so : so;
-  c = ((q + 1) & 2) ? -co : co;
+  in_quadrant(int(n), sin_kernel(th.hi, th.lo), cos_kernel(th.hi, th.lo), s, c);
   s = s == 0.0f ? copysign_(0.0f, x) : s;  // sinpi(n) = +-0 with the sign of n, cospi(n + 1/2) = +0
   c = c == 0.0f ? 0.0f : c;
 }
