@@ -38,7 +38,7 @@ import attention as at  # noqa: E402
 import quantized as qz  # noqa: E402
 import steel_gemm as sg  # noqa: E402
 from mlxhost import block_dims, ceildiv  # noqa: E402
-from mlxrun import Case, f32, i32, itemsize, tname, vec  # noqa: E402
+from mlxrun import Case, f32, i32, itemsize, tname  # noqa: E402
 
 FILE_FUSED_NAX = "steel/gemm/kernels/steel_gemm_fused_nax.metal"
 FILE_SPLITK_NAX = "steel/gemm/kernels/steel_gemm_splitk_nax.metal"
@@ -96,28 +96,10 @@ def accum_name(dt, do_axpby):
 def launch_fused_nax(ctx, devc, dt, a, b, c, out, M, N, K, batch_size_out, lda, ldb, ta, tb, batch_shape,
                      batch_strides, bsa, bsb, bsc, alpha, beta, check_ab, c_ld):
     tile = fused_nax_tile(devc, M, N, K)
-    bm, bn, bk, wm, wn = tile
-    name = fused_nax_name(ta, tb, dt, tile)
-    has_batch = len(batch_shape) > 1
-    use_out_source = check_ab and (alpha != 0.0 or beta != 1.0)
-    do_axpby = use_out_source and (alpha != 1.0 or beta != 1.0)
-    consts = {10: has_batch, 100: use_out_source, 110: do_axpby, 200: M % bm == 0, 201: N % bn == 0,
-              202: K % bk == 0}
-    tn, tm = ceildiv(N, bn), ceildiv(M, bm)
-    swizzle_log = 2 if devc in ("s", "c", "d") else (0 if tm <= 3 else 1)
-    params = sg.gemm_params(M, N, K, lda, ldb, N, tn, tm, bsa, bsb, M * N, swizzle_log, K // bk, len(batch_shape))
-    tile_sz = 1 << swizzle_log
-    args = {0: a, 1: b, 3: out, 4: params}
-    if has_batch:
-        args[6] = vec(batch_shape, np.int32)
-        args[7] = vec(batch_strides, np.int64)
-    if use_out_source:
-        ldc, fdc = c_ld
-        args[2] = c
-        args[5] = sg.addmm_params(ldc, fdc, bsc, alpha, beta)
-    ctx.launch(name, args, groups=(tn * tile_sz, ceildiv(tm, tile_sz), batch_size_out), threadgroup=(32, wn, wm),
-               constants=consts)
-    return [name]
+    swizzle_log = 2 if devc in ("s", "c", "d") else (0 if ceildiv(M, tile[0]) <= 3 else 1)
+    return [sg.launch_fused(ctx, fused_nax_name(ta, tb, dt, tile), tile, swizzle_log, a, b, c, out, M, N, K,
+                            batch_size_out, lda, ldb, batch_shape, batch_strides, bsa, bsb, bsc, alpha, beta, check_ab,
+                            c_ld)]
 
 
 def launch_splitk_nax(ctx, dt, a, b, c, out, M, N, K, lda, ldb, ta, tb, alpha, beta, check_ab, c_ld):

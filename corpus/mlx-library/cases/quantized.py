@@ -281,25 +281,21 @@ def plan_gather(q, strides_and_shapes, inputs):
         a.update({c: "rhs", c + 1: "y", c + 2: i32(Mx), c + 3: i32(N), c + 4: i32(K)})
         return dict(name=name, groups=(ceildiv(N, 64), ceildiv(Mx, bm), 1), threadgroup=(32, 2, 2), args=a, M=Mx,
                     route="qmm", constants={200: Mx % bm == 0, 201: N % 64 == 0, 202: K % 64 == 0})
-    if M >= vector_limit and q.dev.nax and q.transpose and K % 64 == 0:  # gather_qmm_nax
-        name = (f"{mode}_gather_qmm_t_nax_{ts}_gs_{gs}_b_{bits}_bm64_bn64_bk64_wm2_wn2"
-                f"_alN_{'true' if N % 64 == 0 else 'false'}")
-        a, c = inputs(False)
-        a.update({c: "x", c + 1: "lhs", c + 2: "rhs", c + 3: "y", c + 4: i32(K), c + 5: i32(N), c + 6: i32(M)})
-        st = strides_and_shapes(c + 7, False)
-        a.update(st)
-        a.update(gather_args(c + 7 + len(st)))
-        return dict(name=name, groups=(ceildiv(N, 64), ceildiv(M, 64), B), threadgroup=(32, 2, 2), args=a, M=M,
-                    route="qmm")
     if M >= vector_limit:
-        name = (f"{mode}_gather_qmm_{'t' if q.transpose else 'n'}_{ts}_gs_{gs}_b_{bits}"
-                + ((f"_alN_{'true' if N % 32 == 0 else 'false'}") if q.transpose else ""))
+        if q.dev.nax and q.transpose and K % 64 == 0:  # gather_qmm_nax: 64x64 tiles
+            tile = 64
+            name = (f"{mode}_gather_qmm_t_nax_{ts}_gs_{gs}_b_{bits}_bm64_bn64_bk64_wm2_wn2"
+                    f"_alN_{'true' if N % 64 == 0 else 'false'}")
+        else:
+            tile = 32
+            name = (f"{mode}_gather_qmm_{'t' if q.transpose else 'n'}_{ts}_gs_{gs}_b_{bits}"
+                    + ((f"_alN_{'true' if N % 32 == 0 else 'false'}") if q.transpose else ""))
         a, c = inputs(False)
         a.update({c: "x", c + 1: "lhs", c + 2: "rhs", c + 3: "y", c + 4: i32(K), c + 5: i32(N), c + 6: i32(M)})
         st = strides_and_shapes(c + 7, False)
         a.update(st)
         a.update(gather_args(c + 7 + len(st)))
-        return dict(name=name, groups=(ceildiv(N, 32), ceildiv(M, 32), B), threadgroup=(32, 2, 2), args=a, M=M,
+        return dict(name=name, groups=(ceildiv(N, tile), ceildiv(M, tile), B), threadgroup=(32, 2, 2), args=a, M=M,
                     route="qmm")
     a, c = inputs(True)
     a.update({c: "x", c + 1: "lhs", c + 2: "rhs", c + 3: "y", c + 4: i32(K), c + 5: i32(N)})

@@ -147,15 +147,21 @@ def use_splitk(M, N, K, batch_size_out):
 def launch_regular(ctx, dt, a, b, c, out, M, N, K, batch_size_out, lda, ldb, ta, tb, batch_shape, batch_strides,
                    bsa, bsb, bsc, alpha, beta, check_ab, c_ld=None):
     tile = gemm_tparams(DEVC, dt, ta, tb, M, N, K, batch_size_out)
+    return launch_fused(ctx, fused_name(ta, tb, dt, tile), tile, 0, a, b, c, out, M, N, K, batch_size_out, lda, ldb,
+                        batch_shape, batch_strides, bsa, bsb, bsc, alpha, beta, check_ab, c_ld)
+
+
+def launch_fused(ctx, name, tile, swizzle_log, a, b, c, out, M, N, K, batch_size_out, lda, ldb, batch_shape,
+                 batch_strides, bsa, bsb, bsc, alpha, beta, check_ab, c_ld):
+    """One fused GEMM launch with tile (bm, bn, bk, wm, wn): steel_gemm_fused and its NAX twin read the same function
+    constants, GEMMParams, batch vectors and AddMM parameters. Returns the entry point's name."""
     bm, bn, bk, wm, wn = tile
-    name = fused_name(ta, tb, dt, tile)
     has_batch = len(batch_shape) > 1
     use_out_source = check_ab and (alpha != 0.0 or beta != 1.0)
     do_axpby = use_out_source and (alpha != 1.0 or beta != 1.0)
     consts = {10: has_batch, 100: use_out_source, 110: do_axpby, 200: M % bm == 0, 201: N % bn == 0,
               202: K % bk == 0}
     tn, tm = ceildiv(N, bn), ceildiv(M, bm)
-    swizzle_log = 0
     params = gemm_params(M, N, K, lda, ldb, N, tn, tm, bsa, bsb, M * N, swizzle_log, K // bk, len(batch_shape))
     tile_sz = 1 << swizzle_log
     args = {0: a, 1: b, 3: out, 4: params}
