@@ -89,8 +89,12 @@ def norm_item(kind, dt, n):
         return launch, lambda: ctx.read(out, dt, (n, n)), fn, [tx, tw, tb]
 
     name = norms.ln_name(dt, n) if kind == "layer_norm" else norms.rms_name(dt, n)
+    reference = None
+    if kind == "rms_norm" and name.startswith("rms_looped"):
+        import cuda_same_shape
+        reference = ("same-shape CUDA", lambda: cuda_same_shape.rms_norm(dt, norms.EPS))
     return Item(f"{kind} {dt} {n}x{n}", [(norms.LN_FILE if kind == "layer_norm" else norms.RMS_FILE, name)], setup,
-                nbytes=2 * n * n * itemsize(dt))
+                nbytes=2 * n * n * itemsize(dt), reference=reference)
 
 
 def unary_item(op, dt, n):
@@ -107,8 +111,11 @@ def unary_item(op, dt, n):
         return (lambda: unary.launch_unary(ctx, op, dt, view, src, out),
                 lambda: ctx.read(out, dt, n), fn, [torch_tensor(x, dt)])
 
+    import cuda_same_shape
+    reference = ("same-shape CUDA", lambda: cuda_same_shape.unary(op, dt)) if op in cuda_same_shape.UNARY_OPS \
+        else None
     return Item(f"{op.lower()} {dt} 2^{n.bit_length() - 1}", [(unary.FILE, unary.plan(op, dt, view)[0])], setup,
-                nbytes=2 * n * itemsize(dt))
+                nbytes=2 * n * itemsize(dt), reference=reference)
 
 
 def binary_item(op, dt, n):
@@ -126,8 +133,11 @@ def binary_item(op, dt, n):
         return (lambda: binary.launch_binary(ctx, op, dt, view, ab, view, bb, [out], [dt]),
                 lambda: ctx.read(out, dt, n), fn, [torch_tensor(a, dt), torch_tensor(b, dt)])
 
+    import cuda_same_shape
+    reference = ("same-shape CUDA", lambda: cuda_same_shape.binary(op, dt)) if op in cuda_same_shape.BINARY_OPS \
+        else None
     return Item(f"{op.lower()} {dt} 2^{n.bit_length() - 1}", [("binary.metal", binary.plan(op, view, view, dt)[0])],
-                setup, nbytes=3 * n * itemsize(dt))
+                setup, nbytes=3 * n * itemsize(dt), reference=reference)
 
 
 def silu_item(dt, n):
@@ -550,7 +560,8 @@ def write_report(prefix, rows, dev, gpu, args):
         refs = [r for r in rows if "reference_us" in r]
         if refs:
             f.write("\nThe same items against a second CUDA implementation (bench/cuda_tile_gemm.py for the same-tile "
-                    "GEMM, bench/cuda_tile_gemv.py for the same-tile gemv), timed like PyTorch's in the same run:\n\n"
+                    "GEMM, bench/cuda_tile_gemv.py for the same-tile gemv, bench/cuda_same_shape.py for the same-shape "
+                    "elementwise and rms_norm kernels), timed like PyTorch's in the same run:\n\n"
                     "| item | reference | metal2vk µs | reference µs | ratio (ours/reference) | ours | "
                     "reference | PyTorch | outputs agree |\n|---|---|---|---|---|---|---|---|---|\n")
             for r in refs:
