@@ -247,8 +247,14 @@ def nax_gemm_item(dt, n, devc="d"):
                 lambda: ctx.read(out, dt, (n, n)), torch.matmul, [torch_tensor(a, dt), torch_tensor(b, dt)])
 
     names = nax.nax_kernels(devc, dt, False, False, n, n, n, 1)
+    reference = None
+    if not nax.use_splitk_nax(n, n, n, 1):
+        from cuda_nax_gemm import nax_gemm
+        tile = nax.fused_nax_tile(devc, n, n, n)
+        reference = ("same-algorithm CUDA", lambda: nax_gemm(dt, tile, nax.fused_nax_swizzle_log(devc, n, tile)))
     return Item(f"NAX GEMM {dt} {n}^3 (device class '{devc}')", [(nax.gemm_file(names), k) for k in names], setup,
-                flops=2 * n ** 3, tol=5e-2, note=f"{names[0]} (MLX's NAX tile choice for device class '{devc}')")
+                flops=2 * n ** 3, tol=5e-2, note=f"{names[0]} (MLX's NAX tile choice for device class '{devc}')",
+                reference=reference)
 
 
 def sdpa_decode_item(dt, heads=32, keys=4096, d=128, arch="d"):
@@ -561,7 +567,8 @@ def write_report(prefix, rows, dev, gpu, args):
         if refs:
             f.write("\nThe same items against a second CUDA implementation (bench/cuda_tile_gemm.py for the same-tile "
                     "GEMM, bench/cuda_tile_gemv.py for the same-tile gemv, bench/cuda_same_shape.py for the same-shape "
-                    "elementwise and rms_norm kernels), timed like PyTorch's in the same run:\n\n"
+                    "elementwise and rms_norm kernels, bench/cuda_nax_gemm.py for the same-algorithm NAX GEMM), timed "
+                    "like PyTorch's in the same run:\n\n"
                     "| item | reference | metal2vk µs | reference µs | ratio (ours/reference) | ours | "
                     "reference | PyTorch | outputs agree |\n|---|---|---|---|---|---|---|---|---|\n")
             for r in refs:

@@ -57,6 +57,11 @@ def fused_nax_tile(devc, M, N, K):
     return 128, 128, 512, 4, 4
 
 
+def fused_nax_swizzle_log(devc, M, tile):
+    """steel_matmul_regular_axpby_nax's swizzle_log."""
+    return 2 if devc in ("s", "c", "d") else (0 if ceildiv(M, tile[0]) <= 3 else 1)
+
+
 def fused_nax_name(ta, tb, dt, tile):
     bm, bn, bk, wm, wn = tile
     return (f"steel_gemm_fused_nax_{'t' if ta else 'n'}{'t' if tb else 'n'}_{tname(dt)}_{tname(dt)}"
@@ -96,10 +101,9 @@ def accum_name(dt, do_axpby):
 def launch_fused_nax(ctx, devc, dt, a, b, c, out, M, N, K, batch_size_out, lda, ldb, ta, tb, batch_shape,
                      batch_strides, bsa, bsb, bsc, alpha, beta, check_ab, c_ld):
     tile = fused_nax_tile(devc, M, N, K)
-    swizzle_log = 2 if devc in ("s", "c", "d") else (0 if ceildiv(M, tile[0]) <= 3 else 1)
-    return [sg.launch_fused(ctx, fused_nax_name(ta, tb, dt, tile), tile, swizzle_log, a, b, c, out, M, N, K,
-                            batch_size_out, lda, ldb, batch_shape, batch_strides, bsa, bsb, bsc, alpha, beta, check_ab,
-                            c_ld)]
+    return [sg.launch_fused(ctx, fused_nax_name(ta, tb, dt, tile), tile, fused_nax_swizzle_log(devc, M, tile), a, b,
+                            c, out, M, N, K, batch_size_out, lda, ldb, batch_shape, batch_strides, bsa, bsb, bsc,
+                            alpha, beta, check_ab, c_ld)]
 
 
 def launch_splitk_nax(ctx, dt, a, b, c, out, M, N, K, lda, ldb, ta, tb, alpha, beta, check_ab, c_ld):

@@ -1,0 +1,179 @@
+"""A hand-written CUDA GEMM with the algorithm of MLX's NAX GEMM (steel_gemm_fused_nax.h's `gemm` with gemm_nax.h's
+`gemm_loop` and nax.h's tiles), as the reference for what that algorithm can reach on an NVIDIA GPU
+(bench/mlx_vs_torch.py runs it beside MLX's kernel through metal2vk and cuBLAS).
+
+Same as `steel_gemm_fused_nax_nn_<T>_<T>_bm<BM>_bn<BN>_bk<BK>_wm<WM>_wn<WN>` for row-major A (M x K), B (K x N),
+M, N, K multiples of the tile (MLX's align_M/N/K function constants all true), no batch, no C source:
+- grid (tiles_n << swizzle_log, ceil(tiles_m / 2^swizzle_log)) of WM x WN warps, as MLX's host code dispatches it;
+  block (x, y) computes the BM x BN tile at row tile (y << swizzle_log) + (x & (2^swizzle_log - 1)) and column tile
+  x >> swizzle_log (MLX's swizzle), blocks past the tile grid returning at once;
+- warp w owns the SM x SN = (BM / WM) x (BN / WN) sub-tile of C at rows SM * (w / WN), columns SN * (w % WN), held in
+  registers as (SM / 16) x (SN / 16) float accumulator fragments of 16x16 (NAXTile<float, TM, TN>);
+- K is walked in K / BK blocks, a threadgroup barrier at the start of each (MLX's threadgroup_barrier(mem_none)),
+  and inside a block in steps of SK = 32 (not unrolled, as MLX's STEEL_PRAGMA_NO_UNROLL): the warp loads its
+  (SM / 16) x 2 fragments of A and 2 x (SN / 16) fragments of B, 16x16 each, STRAIGHT FROM GLOBAL MEMORY (no
+  shared-memory staging), then multiplies them into its accumulators (16x16x16 tensor-core products; MLX issues the
+  same products as 16x32x16 matmul2d pairs);
+- the float accumulators are rounded to T and written to D.
+Tensor cores through nvcuda::wmma (mma.h), 16x16x16 half/bfloat16 -> float. Differences: the store of each 16x16
+result goes through a 1 KiB per-warp shared-memory buffer (WMMA does not expose which element each lane holds;
+MLX's store writes its registers directly: the epilogue, neutral against the K loop), and NVIDIA's fragment layout
+makes a lane read B as pairs along K where Apple's reads 4 adjacent elements along a row (the hardware's layout).
+"""
+import os
+
+_SOURCE = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <mma.h>
+using namespace nvcuda;
+
+extern "C" __global__ void __launch_bounds__(32 * WM * WN)
+nax_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ D, int M, int N, int K, int tiles_m,
+         int tiles_n) {
+  constexpr int SM = BM / WM, SN = BN / WN, SK = 32;
+  constexpr int TM = SM / 16, TN = SN / 16, TK = SK / 16;
+  __shared__ __align__(32) float stage[WM * WN][16 * 16];
+
+  // MLX's threadgroup swizzle
+  const int tid_y = (int(blockIdx.y) << SWIZZLE_LOG) + (int(blockIdx.x) & ((1 << SWIZZLE_LOG) - 1));
+  const int tid_x = int(blockIdx.x) >> SWIZZLE_LOG;
+  if (tiles_n <= tid_x || tiles_m <= tid_y) return;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tm = SM * (warp / WN), tn = SN * (warp % WN);
+  const int lda = K, ldb = N, ldd = N;
+  const T* a = A + (size_t(tid_y) * BM + tm) * lda;
+  const T* b = B + size_t(tid_x) * BN + tn;
+  T* d = D + (size_t(tid_y) * BM + tm) * ldd + size_t(tid_x) * BN + tn;
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+  const int k_iterations = K / BK;  // gemm_k_iterations_aligned
+#pragma unroll 1
+  for (int kk0 = 0; kk0 < k_iterations; ++kk0) {
+    __syncthreads();  // threadgroup_barrier(mem_flags::mem_none)
+#pragma unroll 1
+    for (int kk1 = 0; kk1 < BK; kk1 += SK) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> af[TM][TK];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> bf[TK][TN];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int k = 0; k < TK; ++k) wmma::load_matrix_sync(af[i][k], a + size_t(i * 16) * lda + kk1 + k * 16, lda);
+#pragma unroll
+      for (int k = 0; k < TK; ++k)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) wmma::load_matrix_sync(bf[k][j], b + size_t(kk1 + k * 16) * ldb + j * 16, ldb);
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+#pragma unroll
+          for (int k = 0; k < TK; ++k) wmma::mma_sync(acc[i][j], af[i][k], bf[k][j], acc[i][j]);
+    }
+    a += BK;
+    b += size_t(BK) * ldb;
+  }
+
+  // Dtile.store: each 16x16 accumulator rounded to T; lane l writes row l / 2, columns (l % 2) * 8 .. + 7
+  float* st = stage[warp];
+  const int r = lane / 2, c = (lane % 2) * 8;
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      wmma::store_matrix_sync(st, acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();
+      union { uint4 u; T h[8]; } out;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) out.h[e] = T(st[r * 16 + c + e]);
+      *reinterpret_cast<uint4*>(d + size_t(i * 16 + r) * ldd + j * 16 + c) = out.u;
+      __syncwarp();
+    }
+}
+"""
+
+_CTYPE = {"f16": "__half", "bf16": "__nv_bfloat16"}
+
+
+def nax_gemm(dt, tile, swizzle_log):
+    """A function (a, b) -> a @ b (torch CUDA tensors of dtype dt, row-major) with MLX's NAX GEMM algorithm for the
+    tile (bm, bn, bk, wm, wn) and threadgroup swizzle MLX's host code picks."""
+    import cupy
+    import torch
+
+    bm, bn, bk, wm, wn = tile
+    if bk % 32 or (bm // wm) % 16 or (bn // wn) % 16 or bm % wm or bn % wn:
+        raise ValueError(f"tile {tile} does not split into 16x16 fragments and 32-wide K steps")
+    include = [f"-I{p}" for p in (os.path.join(cupy.cuda.get_cuda_path() or "", "include"), "/usr/local/cuda/include")
+               if os.path.isdir(p)]
+    defines = [f"-DT={_CTYPE[dt]}", f"-DBM={bm}", f"-DBN={bn}", f"-DBK={bk}", f"-DWM={wm}", f"-DWN={wn}",
+               f"-DSWIZZLE_LOG={swizzle_log}"]
+    kernel = cupy.RawKernel(_SOURCE, "nax_gemm", options=("--std=c++17", *include, *defines))
+    cache = {}
+
+    def run(a, b):
+        key = (a.data_ptr(), b.data_ptr(), tuple(a.shape), tuple(b.shape))
+        if key not in cache:  # the bench passes the same tensors every repetition: views and output made once
+            M, K = a.shape
+            N = b.shape[1]
+            if M % bm or N % bn or K % bk or b.shape[0] != K:
+                raise ValueError(f"{M}x{N}x{K} is not a multiple of the tile {tile}")
+            tiles_m, tiles_n = M // bm, N // bn
+            tile_sz = 1 << swizzle_log
+            grid = (tiles_n * tile_sz, -(-tiles_m // tile_sz))
+            d = torch.empty((M, N), dtype=a.dtype, device=a.device)
+            args = (*[cupy.asarray(x.contiguous().view(torch.int16)) for x in (a, b, d)],  # CuPy has no bfloat16
+                    cupy.int32(M), cupy.int32(N), cupy.int32(K), cupy.int32(tiles_m), cupy.int32(tiles_n))
+            cache.clear()
+            cache[key] = (grid, args, d)
+        grid, args, d = cache[key]
+        kernel(grid, (32 * wm * wn,), args)
+        return d
+
+    return run
+
+
+def _time(fn, args, reps=10):
+    import torch
+
+    for _ in range(3):
+        fn(*args)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn(*args)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / reps
+
+
+def main():
+    """The reference alone against torch.matmul (cuBLAS), timed and checked: python3 bench/cuda_nax_gemm.py. The
+    tiles and swizzles are cases/nax.py's for 4096^3 and 8192^3 (bench/mlx_vs_torch.py takes them from there)."""
+    import torch
+
+    tiles = {"d": ((64, 128, 256, 2, 4), 2), "g": ((128, 128, 512, 4, 4), 1)}
+    torch.manual_seed(0)
+    for dt, tdt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+        for n in (4096, 8192):
+            a = torch.rand((n, n), device="cuda").sub_(0.5).to(tdt)
+            b = torch.rand((n, n), device="cuda").sub_(0.5).to(tdt)
+            want = torch.matmul(a.double(), b.double())
+            runs = [("cuBLAS", torch.matmul)] + [(f"same-algorithm CUDA, device class '{devc}' {tile}",
+                                                  nax_gemm(dt, tile, swz)) for devc, (tile, swz) in tiles.items()]
+            for name, fn in runs:
+                err = float(((fn(a, b).double() - want).abs() / want.abs().clamp(min=1)).max())
+                us = _time(fn, (a, b))
+                print(f"{dt} {n}^3 {name}: {us:.1f} us, {2 * n ** 3 / us / 1e6:.1f} TFLOP/s, max rel diff {err:.1g}",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
