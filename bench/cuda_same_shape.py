@@ -284,3 +284,50 @@ def rms_norm(dt, eps):
         return (lambda: kernel((rows,), (MAX_THREADS,), args)), y
 
     return _prepared(prepare)
+
+
+def _time(fn, args, reps=20):
+    import torch
+
+    for _ in range(5):
+        fn(*args)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn(*args)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / reps
+
+
+def main():
+    """The references alone against PyTorch at the bench's sizes, timed and checked: python3 bench/cuda_same_shape.py.
+    GB/s counts the bytes each kernel must move (inputs read once, outputs written once)."""
+    import torch
+
+    eps = 1e-5
+    torch.manual_seed(0)
+    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    for dt in ("f32", "f16", "bf16"):
+        n = 1 << 26
+        x = (torch.rand(n, device="cuda") * 8 - 4).to(tdt[dt])
+        y = (torch.rand(n, device="cuda") * 8 - 4).to(tdt[dt])
+        r = 8192
+        m = (torch.rand((r, r), device="cuda") * 4 - 2).to(tdt[dt])
+        w = (torch.rand(r, device="cuda") + 0.5).to(tdt[dt])
+        cases = [(f"exp {dt} 2^26", unary("Exp", dt), torch.exp, (x,), 2 * n),
+                 (f"add {dt} 2^26", binary("Add", dt), torch.add, (x, y), 3 * n),
+                 (f"rms_norm {dt} {r}x{r}", rms_norm(dt, eps),
+                  lambda a, b: torch.nn.functional.rms_norm(a, (r,), b, eps=eps), (m, w), 2 * r * r)]
+        for name, ref, fn, args, elems in cases:
+            want, got = fn(*args).double(), ref(*args).double()
+            err = float(((got - want).abs() / want.abs().clamp(min=1)).max())
+            nbytes = elems * _ITEMSIZE[dt]
+            t_ref, t_torch = _time(ref, args), _time(fn, args)
+            print(f"{name}: same-shape CUDA {t_ref:.1f} us ({nbytes / t_ref / 1e3:.0f} GB/s), PyTorch {t_torch:.1f} us "
+                  f"({nbytes / t_torch / 1e3:.0f} GB/s), max rel diff {err:.1g}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
