@@ -19,6 +19,11 @@ Tensor cores through nvcuda::wmma (mma.h), 16x16x16 half/bfloat16 -> float. Diff
 result goes through a 1 KiB per-warp shared-memory buffer (WMMA does not expose which element each lane holds;
 MLX's store writes its registers directly: the epilogue, neutral against the K loop), and NVIDIA's fragment layout
 makes a lane read B as pairs along K where Apple's reads 4 adjacent elements along a row (the hardware's layout).
+
+`mma="ptx"` runs the same algorithm with the instruction itself (mma.sync m16n8k16, PTX's documented fragment
+layouts): each operand register is one 32-bit load from global memory (B's row pairs moved into the K-pair layout by
+movmatrix, an 8x8 register transpose) and the results are rounded and stored from registers, no shared memory at
+all. The bench uses the WMMA form; `python3 bench/cuda_nax_gemm.py` times both against cuBLAS.
 """
 import os
 
@@ -96,14 +101,116 @@ nax_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ D, in
       __syncwarp();
     }
 }
+
+#ifdef MMA_BF16
+#define MMA_PTX "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+__device__ inline unsigned pack2(float x, float y) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+#else
+#define MMA_PTX "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+__device__ inline unsigned pack2(float x, float y) {
+  __half2 v = __floats2half2_rn(x, y);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+#endif
+
+// The 8x8 transpose of a 16-bit matrix held one row pair per lane (row lane / 4, columns 2 (lane % 4) + {0, 1}).
+__device__ inline unsigned transpose8x8(unsigned v) {
+  unsigned r;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(r) : "r"(v));
+  return r;
+}
+
+// The same algorithm with the tensor-core instruction itself (PTX mma.sync m16n8k16, its documented fragment layouts)
+// instead of WMMA: every operand register is one 32-bit load from global memory (A: 2 adjacent elements of a row;
+// B: 2 adjacent elements of a row, moved into the K-pair layout the instruction wants by an 8x8 register transpose),
+// and the accumulators are rounded and stored straight from registers, as MLX's Dtile.store does.
+extern "C" __global__ void __launch_bounds__(32 * WM * WN)
+nax_gemm_mma(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ D, int M, int N, int K, int tiles_m,
+             int tiles_n) {
+  constexpr int SM = BM / WM, SN = BN / WN, SK = 32;
+  constexpr int TM = SM / 16, TN8 = SN / 8, TK = SK / 16;
+
+  const int tid_y = (int(blockIdx.y) << SWIZZLE_LOG) + (int(blockIdx.x) & ((1 << SWIZZLE_LOG) - 1));
+  const int tid_x = int(blockIdx.x) >> SWIZZLE_LOG;
+  if (tiles_n <= tid_x || tiles_m <= tid_y) return;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int tm = SM * (warp / WN), tn = SN * (warp % WN);
+  const int lda = K, ldb = N, ldd = N;
+  const T* a = A + (size_t(tid_y) * BM + tm + g) * lda + 2 * t;    // this lane's row g, columns 2t, 2t + 1
+  const T* b = B + size_t(g) * ldb + size_t(tid_x) * BN + tn + 2 * t;
+  T* d = D + (size_t(tid_y) * BM + tm + g) * ldd + size_t(tid_x) * BN + tn + 2 * t;
+
+  float acc[TM][TN8][4];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+  const int k_iterations = K / BK;
+#pragma unroll 1
+  for (int kk0 = 0; kk0 < k_iterations; ++kk0) {
+    __syncthreads();
+#pragma unroll 1
+    for (int kk1 = 0; kk1 < BK; kk1 += SK) {
+      unsigned af[TM][TK][4], bf[TK][TN8][2];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int k = 0; k < TK; ++k) {
+          const T* p = a + size_t(i * 16) * lda + kk1 + k * 16;
+          af[i][k][0] = *reinterpret_cast<const unsigned*>(p);                         // row g, k 2t..
+          af[i][k][1] = *reinterpret_cast<const unsigned*>(p + size_t(8) * lda);       // row g + 8
+          af[i][k][2] = *reinterpret_cast<const unsigned*>(p + 8);                     // row g, k 2t + 8..
+          af[i][k][3] = *reinterpret_cast<const unsigned*>(p + size_t(8) * lda + 8);   // row g + 8, k 2t + 8..
+        }
+#pragma unroll
+      for (int k = 0; k < TK; ++k)
+#pragma unroll
+        for (int j = 0; j < TN8; ++j) {
+          const T* p = b + size_t(kk1 + k * 16) * ldb + j * 8;
+          bf[k][j][0] = transpose8x8(*reinterpret_cast<const unsigned*>(p));                      // k 0..7
+          bf[k][j][1] = transpose8x8(*reinterpret_cast<const unsigned*>(p + size_t(8) * ldb));    // k 8..15
+        }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN8; ++j)
+#pragma unroll
+          for (int k = 0; k < TK; ++k)
+            asm volatile(MMA_PTX "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                         : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
+                         : "r"(af[i][k][0]), "r"(af[i][k][1]), "r"(af[i][k][2]), "r"(af[i][k][3]),
+                           "r"(bf[k][j][0]), "r"(bf[k][j][1]));
+    }
+    a += BK;
+    b += size_t(BK) * ldb;
+  }
+
+  // accumulator (row g, columns 2t, 2t + 1) in [0], [1]; row g + 8 in [2], [3]
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN8; ++j) {
+      *reinterpret_cast<unsigned*>(d + size_t(i * 16) * ldd + j * 8) = pack2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<unsigned*>(d + size_t(i * 16 + 8) * ldd + j * 8) = pack2(acc[i][j][2], acc[i][j][3]);
+    }
+}
 """
 
 _CTYPE = {"f16": "__half", "bf16": "__nv_bfloat16"}
 
 
-def nax_gemm(dt, tile, swizzle_log):
+def nax_gemm(dt, tile, swizzle_log, mma="wmma"):
     """A function (a, b) -> a @ b (torch CUDA tensors of dtype dt, row-major) with MLX's NAX GEMM algorithm for the
-    tile (bm, bn, bk, wm, wn) and threadgroup swizzle MLX's host code picks."""
+    tile (bm, bn, bk, wm, wn) and threadgroup swizzle MLX's host code picks. mma: "wmma" (nvcuda::wmma fragments) or
+    "ptx" (mma.sync m16n8k16 with 32-bit operand loads and register stores)."""
     import cupy
     import torch
 
@@ -113,8 +220,9 @@ def nax_gemm(dt, tile, swizzle_log):
     include = [f"-I{p}" for p in (os.path.join(cupy.cuda.get_cuda_path() or "", "include"), "/usr/local/cuda/include")
                if os.path.isdir(p)]
     defines = [f"-DT={_CTYPE[dt]}", f"-DBM={bm}", f"-DBN={bn}", f"-DBK={bk}", f"-DWM={wm}", f"-DWN={wn}",
-               f"-DSWIZZLE_LOG={swizzle_log}"]
-    kernel = cupy.RawKernel(_SOURCE, "nax_gemm", options=("--std=c++17", *include, *defines))
+               f"-DSWIZZLE_LOG={swizzle_log}"] + (["-DMMA_BF16"] if dt == "bf16" else [])
+    entry = {"wmma": "nax_gemm", "ptx": "nax_gemm_mma"}[mma]
+    kernel = cupy.RawKernel(_SOURCE, entry, options=("--std=c++17", *include, *defines))
     cache = {}
 
     def run(a, b):
@@ -166,8 +274,9 @@ def main():
             a = torch.rand((n, n), device="cuda").sub_(0.5).to(tdt)
             b = torch.rand((n, n), device="cuda").sub_(0.5).to(tdt)
             want = torch.matmul(a.double(), b.double())
-            runs = [("cuBLAS", torch.matmul)] + [(f"same-algorithm CUDA, device class '{devc}' {tile}",
-                                                  nax_gemm(dt, tile, swz)) for devc, (tile, swz) in tiles.items()]
+            runs = [("cuBLAS", torch.matmul)] + [(f"same-algorithm CUDA ({mma}), device class '{devc}' {tile}",
+                                                  nax_gemm(dt, tile, swz, mma))
+                                                 for devc, (tile, swz) in tiles.items() for mma in ("wmma", "ptx")]
             for name, fn in runs:
                 err = float(((fn(a, b).double() - want).abs() / want.abs().clamp(min=1)).max())
                 us = _time(fn, (a, b))
