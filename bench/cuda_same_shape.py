@@ -185,7 +185,9 @@ def _kernel(source, name, defines):
 
     include = [f"-I{p}" for p in (os.path.join(cupy.cuda.get_cuda_path() or "", "include"), "/usr/local/cuda/include")
                if os.path.isdir(p)]
-    return cupy.RawKernel(source, name, options=("--std=c++17", *include, *[f"-D{d}" for d in defines]))
+    kernel = cupy.RawKernel(source, name, options=("--std=c++17", *include, *[f"-D{d}" for d in defines]))
+    kernel.attributes  # compiled and loaded now, not inside the caller's warm-up
+    return kernel
 
 
 def _raw(t):
@@ -227,7 +229,8 @@ def unary(op, dt):
     import cupy
     import torch
 
-    kernels = {}
+    n_vn = 8 // _ITEMSIZE[dt]  # the kernel of every size from 2^16 elements on
+    kernels = {n_vn: _kernel(_ELEMWISE, "unary_v", [f"ELEM={_ELEM[dt]}", f"N={n_vn}", f"UNARY_OP={UNARY_OPS[op]}"])}
 
     def prepare(x):
         size = x.numel()
@@ -247,7 +250,9 @@ def binary(op, dt):
     import cupy
     import torch
 
-    kernels = {}
+    n_vn = 8 // _ITEMSIZE[dt]
+    kernels = {n_vn: _kernel(_ELEMWISE, "binary_vv", [f"ELEM={_ELEM[dt]}", f"N={n_vn}",
+                                                      f"BINARY_OP={BINARY_OPS[op]}"])}
 
     def prepare(a, b):
         size = a.numel()
