@@ -7,11 +7,11 @@ The same as MLX's kernel, for 4-bit (and 8-bit) weights and any group size that 
 takes (64 in the bench):
 - Threadgroup (32, 2, 1): two warps; warp s of block (m, b) owns output rows r0 = b * 8 + s * 4 .. r0 + 3
   (results_per_simdgroup = 4). Grid (M, N / 8, 1): as quantized.cpp dispatches qmv_fast (bn = 8, bk = 32).
-- Lane l takes values_per_thread = 2 packs of 32 / bits values (16 for 4-bit, 8 for 8-bit) of x at l * values_per_thread,
-  stepping by block_size = 32 * values_per_thread (512 / 256) along K, and the same K range of each of its 4 rows:
-  8 bytes of packed weights per row per step, read as MLX's qdot reads them (four uint16 words of four nibbles for
-  4-bit, eight bytes for 8-bit), and one scale and one bias per row per step (element l / (group / values_per_thread)
-  of the step's groups: 4 lanes share a group of 64 for 4-bit).
+- Lane l takes values_per_thread = 2 packs of 32 / bits values (16 for 4-bit, 8 for 8-bit) of x at
+  l * values_per_thread, stepping by block_size = 32 * values_per_thread (512 / 256) along K, and the same K range
+  of each of its 4 rows: 8 bytes of packed weights per row per step, read as MLX's qdot reads them (four uint16 words
+  of four nibbles for 4-bit, eight bytes for 8-bit), and one scale and one bias per row per step (element
+  l / (group / values_per_thread) of the step's groups: 4 lanes share a group of 64 for 4-bit).
 - load_vector: x pre-scaled as MLX does for 4-bit (x[i], x[i+1] / 16, x[i+2] / 256, x[i+3] / 4096, so each nibble is
   multiplied masked but unshifted), and the sum of x for the bias term, each four-element partial sum added in T (its
   rounding to T after every addition, as `x[i] + x[i+1] + x[i+2] + x[i+3]` of T values rounds) into a float sum.

@@ -331,7 +331,8 @@ def gemv_item(dt, n, k=None):
 def qmv_item(dt, n_out, k, bits=4, gs=64):
     """y = x W^T with W (n_out, k) affine-quantized (bits, group size gs): QuantizedMatmul::eval_gpu's qmv route.
     PyTorch has no affine 4-bit matmul of MLX's format: its side is the same product with W dequantized to `dt`
-    (a dense gemv, reading 16/bits times the weight bytes)."""
+    (a dense gemv, reading 16/bits times the weight bytes). The reference (bench/cuda_tile_qmv.py, MLX's qmv_fast
+    shape) reads the same packed words, scales and biases MLX's kernel reads, passed after PyTorch's two operands."""
     import quantized as qz
     from _quantized_util import pack_rows
 
@@ -345,18 +346,31 @@ def qmv_item(dt, n_out, k, bits=4, gs=64):
         s_st, b_st = mlxrun.rounded(scales, dt), mlxrun.rounded(biases, dt)
         w = codes * np.repeat(s_st, gs, axis=1) + np.repeat(b_st, gs, axis=1)
         x = rng.integers(-64, 65, (1, k)) / 64.0
-        bufs = {"w": ctx.buffer(pack_rows(codes, bits)), "s": ctx.buffer(store(scales, dt)),
+        packed = pack_rows(codes, bits)
+        bufs = {"w": ctx.buffer(packed), "s": ctx.buffer(store(scales, dt)),
                 "b": ctx.buffer(store(biases, dt)), "x": ctx.buffer(store(x, dt)),
                 "y": m2v.Buffer(n_out * itemsize(dt))}
         args = {i: (bufs[a] if isinstance(a, str) else a) for i, a in p["args"].items()}
+        # the quantized operands as MLX's kernel reads them, for the reference: the packed uint32 words (as int32)
+        # and the scales and biases as stored (exact in float32, so torch_tensor's conversion to dt is exact)
+        quantized = [torch.from_numpy(packed.view(np.int32)).to("cuda"), torch_tensor(s_st, dt),
+                     torch_tensor(b_st, dt)]
         return (lambda: ctx.launch(p["name"], args, groups=p["groups"], threadgroup=p["threadgroup"]),
-                lambda: ctx.read(bufs["y"], dt, (1, n_out)), lambda xt, wt: torch.matmul(xt, wt.T),
-                [torch_tensor(x, dt), torch_tensor(w, dt)])
+                lambda: ctx.read(bufs["y"], dt, (1, n_out)), lambda xt, wt, *_: torch.matmul(xt, wt.T),
+                [torch_tensor(x, dt), torch_tensor(w, dt)] + quantized)
 
+    from cuda_tile_qmv import mlx_qmv_fast, qmv_fast
+    reference = None
+    if mlx_qmv_fast(p["name"]) == (dt, gs, bits):
+        def reference_fn():
+            run = qmv_fast(dt, gs, bits)
+            return lambda xt, wt, wq, st, bt: run(xt, wq, st, bt)  # the dense weights are PyTorch's operand
+
+        reference = ("same-shape CUDA", reference_fn)
     wbytes = n_out * k * bits // 8 + 2 * n_out * (k // gs) * itemsize(dt)
     return Item(f"qmv {bits}-bit gs{gs} {dt} {n_out}x{k}", [(qz.FILES["affine"], p["name"])], setup,
                 nbytes=wbytes + (k + n_out) * itemsize(dt),
-                note=f"{p['name']}; PyTorch: dense {dt} gemv of the dequantized weights")
+                note=f"{p['name']}; PyTorch: dense {dt} gemv of the dequantized weights", reference=reference)
 
 
 def items():
@@ -567,8 +581,9 @@ def write_report(prefix, rows, dev, gpu, args):
         if refs:
             f.write("\nThe same items against a second CUDA implementation (bench/cuda_tile_gemm.py for the same-tile "
                     "GEMM, bench/cuda_tile_gemv.py for the same-tile gemv, bench/cuda_same_shape.py for the same-shape "
-                    "elementwise and rms_norm kernels, bench/cuda_nax_gemm.py for the same-algorithm NAX GEMM), timed "
-                    "like PyTorch's in the same run:\n\n"
+                    "elementwise and rms_norm kernels, bench/cuda_nax_gemm.py for the same-algorithm NAX GEMM, "
+                    "bench/cuda_tile_qmv.py for the same-shape quantized qmv), timed like PyTorch's in the same "
+                    "run:\n\n"
                     "| item | reference | metal2vk µs | reference µs | ratio (ours/reference) | ours | "
                     "reference | PyTorch | outputs agree |\n|---|---|---|---|---|---|---|---|---|\n")
             for r in refs:
