@@ -95,6 +95,12 @@ struct ExpandMemoryIntrinsicsPass : llvm::PassInfoMixin<ExpandMemoryIntrinsicsPa
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
 };
 
+// Innermost loops that stream through device memory, without convergent operations, run several iterations per
+// trip (trip count checked at run time), so that a thread has several iterations' loads in flight
+// (lower/UnrollStreamingLoops.cpp).
+struct UnrollStreamingLoopsPass : llvm::PassInfoMixin<UnrollStreamingLoopsPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
 // A thread's adjacent narrow loads and stores of device or constant memory become vector accesses (up to 4
 // elements, 16 bytes) on a fast path taken when the buffer addresses and the integer arguments the addresses are
 // computed from are multiples of 16 and written buffers lie apart from the others; the kernel as it was is the

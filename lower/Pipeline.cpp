@@ -178,6 +178,10 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(WideBoolVectorsPass());
     fpm.addPass(SplitWideVectorsPass());
     fpm.addPass(WidenOddIntegersPass());
+    fpm.addPass(UnrollStreamingLoopsPass());
+    fpm.addPass(llvm::InstCombinePass());
+    fpm.addPass(llvm::EarlyCSEPass());
+    fpm.addPass(llvm::SimplifyCFGPass());
     llvm::ModulePassManager mpm;
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
     // Wide device accesses need resolved address spaces and add a branch the structurizer must see.

@@ -10,5 +10,5 @@ kernel void reverse5(device uint* y [[buffer(0)]], uint gid [[thread_position_in
 }
 // CHECK-NOT: i5 %
 // CHECK: call i8 @llvm.bitreverse.i8
-// CHECK: lshr i8 {{.*}}, 3
+// CHECK: lshr {{.*}}i8 {{.*}}, 3
 // CHECK-NOT: i5 %
