@@ -179,6 +179,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(SplitWideVectorsPass());
     fpm.addPass(WidenOddIntegersPass());
     fpm.addPass(UnrollStreamingLoopsPass());
+    // a thread's array indexed by an unrolled loop's counter (MLX's qmv `result[row]`) becomes registers
+    fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
     fpm.addPass(llvm::InstCombinePass());
     fpm.addPass(llvm::EarlyCSEPass());
     fpm.addPass(llvm::SimplifyCFGPass());

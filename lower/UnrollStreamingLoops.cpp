@@ -4,13 +4,14 @@
 // issues one iteration's loads, waits for them, does its arithmetic, and only then issues the next iteration's:
 // a thread never has more than one iteration's loads in flight. Unrolled by `count` with the trip count checked at
 // run time, `count` iterations' loads are independent instructions of one block and the device's scheduler issues
-// them together. What it applies to:
+// them together. The count is 2: on the H200, MLX's gemv at 8192x8192 ran 67.9 us as written, 57.8 us unrolled by 2
+// and 67.2 us by 4 (qmv: 30.6, 24.1 and 24.2 us at 4096x14336; bench/membound-round3.md). What it applies to:
 //  - innermost loops that load from device memory at addresses that change from iteration to iteration;
 //  - with a trip count unknown at compile time (a known one was already unrolled as far as LLVM finds it worth);
 //  - with no convergent operation (barrier, simdgroup operation): the remainder loop would run it a different
 //    number of times in different threads;
-//  - by 4, or 2 where 4 copies of the body would exceed kMaxUnrolledInstructions (MLX's Metal-4 GEMM loops are
-//    thousands of instructions and have enough loads per iteration already).
+//  - while `count` copies of the body stay within kMaxUnrolledInstructions (MLX's Metal-4 GEMM loops are thousands
+//    of instructions and have enough loads per iteration already).
 // A short inner loop of such a loop (MLX's qmv: `for (row < 4)` inside the k loop) is unrolled completely first,
 // so that the loop around it becomes innermost.
 // Where LLVM cannot compute the trip count (an unsigned induction with a run-time step may wrap), nothing changes.
@@ -45,7 +46,7 @@ constexpr unsigned kMaxInnerTripCount = 8;
 unsigned unrollCount() {
   static const unsigned count = [] {
     const char* s = std::getenv("M2V_UNROLL_STREAMING");
-    return s ? unsigned(std::atoi(s)) : 4u;
+    return s ? unsigned(std::atoi(s)) : 2u;
   }();
   return count;
 }

@@ -1,8 +1,7 @@
 // MODE: ir
 // Rule (lowered IR, lower/UnrollStreamingLoops.cpp): an innermost loop that loads from device memory at addresses
-// that change per iteration, with a trip count known only at run time and no convergent operation, runs four
-// iterations per trip (one block: their loads are issued together), after a prologue of the remaining 0-3
-// iterations. A loop with a barrier keeps one iteration per trip (a remainder loop would run its barrier a
+// that change per iteration, with a trip count known only at run time and no convergent operation, runs two
+// iterations per trip (one block: their loads are issued together), after a prologue of the odd iteration. A loop with a barrier keeps one iteration per trip (a remainder loop would run its barrier a
 // different number of times in different threads).
 #include <metal_stdlib>
 using namespace metal;
@@ -21,14 +20,12 @@ kernel void stream_then_exchange(device const float* x [[buffer(0)]], device flo
 }
 // The prologue's iteration:
 // CHECK: load float, ptr addrspace(1) %arrayidx.i.prol,
-// The unrolled loop: four loads in one block.
+// The unrolled loop: two loads in one block.
 // CHECK: load float, ptr addrspace(1) %arrayidx.i,
 // CHECK-NOT: br
 // CHECK: load float, ptr addrspace(1) %arrayidx.i.1,
-// CHECK-NOT: br
-// CHECK: load float, ptr addrspace(1) %arrayidx.i.2,
-// CHECK-NOT: br
-// CHECK: load float, ptr addrspace(1) %arrayidx.i.3,
+// CHECK-NOT: %arrayidx.i.2
+// CHECK: br
 // The loop with barriers: one iteration per trip.
 // CHECK: call {{.*}}barrier
 // CHECK-NOT: .prol
