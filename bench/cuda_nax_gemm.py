@@ -25,7 +25,7 @@ layouts): each operand register is one 32-bit load from global memory (B's row p
 movmatrix, an 8x8 register transpose) and the results are rounded and stored from registers, no shared memory at
 all. The bench uses the WMMA form; `python3 bench/cuda_nax_gemm.py` times both against cuBLAS.
 """
-import os
+from cuda_same_shape import _kernel, _prepared, _raw, _time
 
 _SOURCE = r"""
 #include <cuda_fp16.h>
@@ -217,50 +217,24 @@ def nax_gemm(dt, tile, swizzle_log, mma="wmma"):
     bm, bn, bk, wm, wn = tile
     if bk % 32 or (bm // wm) % 16 or (bn // wn) % 16 or bm % wm or bn % wn:
         raise ValueError(f"tile {tile} does not split into 16x16 fragments and 32-wide K steps")
-    include = [f"-I{p}" for p in (os.path.join(cupy.cuda.get_cuda_path() or "", "include"), "/usr/local/cuda/include")
-               if os.path.isdir(p)]
-    defines = [f"-DT={_CTYPE[dt]}", f"-DBM={bm}", f"-DBN={bn}", f"-DBK={bk}", f"-DWM={wm}", f"-DWN={wn}",
-               f"-DSWIZZLE_LOG={swizzle_log}"] + (["-DMMA_BF16"] if dt == "bf16" else [])
-    entry = {"wmma": "nax_gemm", "ptx": "nax_gemm_mma"}[mma]
-    kernel = cupy.RawKernel(_SOURCE, entry, options=("--std=c++17", *include, *defines))
-    kernel.attributes  # compiled and loaded now, not inside the caller's warm-up
-    cache = {}
+    defines = [f"T={_CTYPE[dt]}", f"BM={bm}", f"BN={bn}", f"BK={bk}", f"WM={wm}", f"WN={wn}",
+               f"SWIZZLE_LOG={swizzle_log}"] + (["MMA_BF16"] if dt == "bf16" else [])
+    kernel = _kernel(_SOURCE, {"wmma": "nax_gemm", "ptx": "nax_gemm_mma"}[mma], defines)
 
-    def run(a, b):
-        key = (a.data_ptr(), b.data_ptr(), tuple(a.shape), tuple(b.shape))
-        if key not in cache:  # the bench passes the same tensors every repetition: views and output made once
-            M, K = a.shape
-            N = b.shape[1]
-            if M % bm or N % bn or K % bk or b.shape[0] != K:
-                raise ValueError(f"{M}x{N}x{K} is not a multiple of the tile {tile}")
-            tiles_m, tiles_n = M // bm, N // bn
-            tile_sz = 1 << swizzle_log
-            grid = (tiles_n * tile_sz, -(-tiles_m // tile_sz))
-            d = torch.empty((M, N), dtype=a.dtype, device=a.device)
-            args = (*[cupy.asarray(x.contiguous().view(torch.int16)) for x in (a, b, d)],  # CuPy has no bfloat16
-                    cupy.int32(M), cupy.int32(N), cupy.int32(K), cupy.int32(tiles_m), cupy.int32(tiles_n))
-            cache.clear()
-            cache[key] = (grid, args, d)
-        grid, args, d = cache[key]
-        kernel(grid, (32 * wm * wn,), args)
-        return d
+    def prepare(a, b):
+        M, K = a.shape
+        N = b.shape[1]
+        if M % bm or N % bn or K % bk or b.shape[0] != K:
+            raise ValueError(f"{M}x{N}x{K} is not a multiple of the tile {tile}")
+        tiles_m, tiles_n = M // bm, N // bn
+        tile_sz = 1 << swizzle_log
+        grid = (tiles_n * tile_sz, -(-tiles_m // tile_sz))
+        d = torch.empty((M, N), dtype=a.dtype, device=a.device)
+        args = (_raw(a), _raw(b), _raw(d), cupy.int32(M), cupy.int32(N), cupy.int32(K), cupy.int32(tiles_m),
+                cupy.int32(tiles_n))
+        return (lambda: kernel(grid, (32 * wm * wn,), args)), d
 
-    return run
-
-
-def _time(fn, args, reps=10):
-    import torch
-
-    for _ in range(3):
-        fn(*args)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn(*args)
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1e3 / reps
+    return _prepared(prepare)
 
 
 def main():

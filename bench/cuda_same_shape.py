@@ -23,7 +23,7 @@ element in the source; a compiler may or may not merge them), and argument views
 """
 import os
 
-_COMMON = r"""
+_ELEMENT_TYPES = r"""
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
@@ -41,7 +41,9 @@ typedef unsigned short S;
 __device__ inline float to_f(S v) { return __bfloat162float(__ushort_as_bfloat16(v)); }
 __device__ inline S from_f(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
 #endif
+"""
 
+_COMMON = _ELEMENT_TYPES + r"""
 __device__ inline float op_exp(float x) { return expf(x); }
 __device__ inline float op_add(float a, float b) { return a + b; }
 """

@@ -30,26 +30,9 @@ uint16 words in registers), where MLX's source reads element by element and leav
 import os
 import re
 
-from cuda_same_shape import _ELEM, _kernel, _prepared, _raw, _time
+from cuda_same_shape import _ELEM, _ELEMENT_TYPES, _kernel, _prepared, _raw, _time
 
-_SOURCE = r"""
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
-// S: the stored element (float, or the 16 bits of a half / bfloat16); all arithmetic in float.
-#if ELEM == 0
-typedef float S;
-__device__ inline float to_f(S v) { return v; }
-__device__ inline S from_f(float f) { return f; }
-#elif ELEM == 1
-typedef unsigned short S;
-__device__ inline float to_f(S v) { return __half2float(__ushort_as_half(v)); }
-__device__ inline S from_f(float f) { return __half_as_ushort(__float2half_rn(f)); }
-#else
-typedef unsigned short S;
-__device__ inline float to_f(S v) { return __bfloat162float(__ushort_as_bfloat16(v)); }
-__device__ inline S from_f(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
-#endif
+_SOURCE = _ELEMENT_TYPES + r"""
 // One addition of two T values in T: the float sum rounded to T (exact for half and bfloat16: float has more than
 // twice their precision plus two bits, so the double rounding never differs).
 __device__ inline float add_t(float a, float b) { return to_f(from_f(a + b)); }
