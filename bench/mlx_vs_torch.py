@@ -257,8 +257,12 @@ def nax_gemm_item(dt, n, devc="d"):
                 reference=reference)
 
 
-def sdpa_decode_item(dt, heads=32, keys=4096, d=128, arch="d"):
+def sdpa_decode_item(dt, heads=32, keys=4096, d=128, arch="d", kv_heads=None):
+    """One decoded token's attention over `keys` cached keys: `heads` query heads sharing `kv_heads` key/value heads
+    (grouped-query attention; default: as many as the query heads)."""
     import attention as at
+
+    kv_heads = kv_heads or heads
 
     def setup(ctx, rng):
         def arr(shape, lo, hi):
@@ -266,17 +270,22 @@ def sdpa_decode_item(dt, heads=32, keys=4096, d=128, arch="d"):
             return at.Arr(ctx.buffer(store(x, dt)), 0, shape, [int(s) for s in at.row_strides(shape)], None, dt), x
 
         q, qv = arr((1, heads, 1, d), -2, 2)
-        k, kv = arr((1, heads, keys, d), -2, 2)
-        v, vv = arr((1, heads, keys, d), -1, 1)
+        k, kv = arr((1, kv_heads, keys, d), -2, 2)
+        v, vv = arr((1, kv_heads, keys, d), -1, 1)
         out = m2v.Buffer(heads * d * itemsize(dt))
         scale = 1.0 / np.sqrt(d)
+
+        def torch_sdpa(tq, tk, tv):
+            return torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, enable_gqa=kv_heads != heads)
+
         return (lambda: at.launch_sdpa_vector(ctx, dt, q, k, v, out, scale, False, None, None, arch),
-                lambda: ctx.read(out, dt, (1, heads, 1, d)), torch.nn.functional.scaled_dot_product_attention,
+                lambda: ctx.read(out, dt, (1, heads, 1, d)), torch_sdpa,
                 [torch_tensor(qv, dt), torch_tensor(kv, dt), torch_tensor(vv, dt)])
 
-    names = at.vector_kernels(dt, (1, heads, 1, d), (1, heads, keys, d), d, arch, False, False)
-    return Item(f"sdpa decode {dt} 1x{keys} keys, {heads} heads, d={d}", [(at.FILE_VEC, k) for k in names], setup,
-                nbytes=(2 * heads * keys * d + 2 * heads * d) * itemsize(dt),
+    names = at.vector_kernels(dt, (1, heads, 1, d), (1, kv_heads, keys, d), d, arch, False, False)
+    kv = f" ({kv_heads} key/value heads)" if kv_heads != heads else ""
+    return Item(f"sdpa decode {dt} 1x{keys} keys, {heads} heads{kv}, d={d}", [(at.FILE_VEC, k) for k in names],
+                setup, nbytes=(2 * kv_heads * keys * d + 2 * heads * d) * itemsize(dt),
                 note=f"{' + '.join(names)} (device class '{arch}')")
 
 
@@ -408,6 +417,12 @@ def items():
     # One decoded token's projections in a decoder layer: Llama-3.1-8B (hidden 4096, intermediate 14336) and
     # Qwen3-0.6B (hidden 1024, intermediate 3072); the up/gate (intermediate x hidden) and down (hidden x
     # intermediate) shapes, and the square attention-output shape.
+    # One decoded token's attention: Llama-3.1-8B (32 query heads, 8 key/value heads) and Qwen3-0.6B (16 and 8), at
+    # 512 and 4096 cached tokens, d = 128.
+    for heads in (32, 16):
+        for keys in (512, 4096):
+            for dt in ("f16", "bf16"):
+                out.append(sdpa_decode_item(dt, heads, keys, kv_heads=8))
     for hidden, inter in ((4096, 14336), (1024, 3072)):
         for n_out, k in ((hidden, hidden), (inter, hidden), (hidden, inter)):
             for dt in ("f16", "bf16"):
