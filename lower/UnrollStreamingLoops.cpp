@@ -10,6 +10,7 @@
 //  - with a trip count unknown at compile time (a known one was already unrolled as far as LLVM finds it worth);
 //  - with no convergent operation (barrier, simdgroup operation): the remainder loop would run it a different
 //    number of times in different threads;
+//  - not marked `#pragma nounroll` / `unroll(disable)` in the source (MLX's Metal-4 GEMM k loop);
 //  - while `count` copies of the body stay within kMaxUnrolledInstructions (MLX's Metal-4 GEMM loops are thousands
 //    of instructions and have enough loads per iteration already).
 // A short inner loop of such a loop (MLX's qmv: `for (row < 4)` inside the k loop) is unrolled completely first,
@@ -51,9 +52,10 @@ unsigned unrollCount() {
   return count;
 }
 
-// The loop's size in instructions when it loads device memory at addresses that vary per iteration and has no
-// convergent operation; 0 otherwise.
+// The loop's size in instructions when it loads device memory at addresses that vary per iteration, has no
+// convergent operation and its source does not forbid unrolling; 0 otherwise.
 unsigned streamingSize(const llvm::Loop& loop) {
+  if (llvm::hasUnrollTransformation(&loop) & llvm::TM_Disable) return 0;  // `#pragma unroll(disable)`, nounroll
   unsigned size = 0;
   bool streams = false;
   for (const llvm::BasicBlock* bb : loop.blocks())
@@ -105,8 +107,8 @@ llvm::PreservedAnalyses UnrollStreamingLoopsPass::run(llvm::Function& f, llvm::F
     unsigned trips = loop->isInnermost() && loop->getParentLoop() && loop->getParentLoop()->getSubLoops().size() == 1
                          ? a.se.getSmallConstantTripCount(loop)
                          : 0;
-    if (trips > 1 && trips <= kMaxInnerTripCount && streamingSize(*loop) * trips <= kMaxUnrolledInstructions)
-      inner.push_back(loop);
+    unsigned size = trips > 1 && trips <= kMaxInnerTripCount ? streamingSize(*loop) : 0;
+    if (size && size * trips <= kMaxUnrolledInstructions) inner.push_back(loop);
   }
   for (llvm::Loop* loop : inner) changed |= unroll(loop, a.se.getSmallConstantTripCount(loop), false, a);
 
