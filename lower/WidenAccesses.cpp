@@ -31,7 +31,8 @@
 //     of the facts that the most widened elements need (versionAfter): only the region that point dominates (not in
 //     a loop) is copied, the check is uniform over the threadgroup, and what precedes it runs once.
 // Alignment is followed through chains of offsets deeper than LLVM's known-bits limit, and around loops whose
-// pointer steps are known multiples (alignChains, alignRecurrences).
+// pointer steps are known multiples (alignChains, alignRecurrences). Integer loads of one constant-space address
+// are one value (reuseConstantLoads: constant memory does not change while the kernel runs).
 // Every alignment the fast copy states and every reordering it makes follows from checked facts, so both paths
 // compute exactly what the kernel computed.
 #include <llvm/ADT/SetVector.h>
@@ -406,6 +407,31 @@ std::vector<llvm::Value*> collectLaterFacts(llvm::Function& f, const std::vector
   return {out.begin(), out.end()};
 }
 
+// Constant memory does not change while a kernel runs: an integer load from the same constant-space pointer as one
+// that dominates it reads the same value (MLX reloads `params->ldd` in its epilogue; as one value, the fact checked
+// before the main loop covers the epilogue's stores too). True when a load was replaced.
+bool reuseConstantLoads(llvm::Function& f) {
+  llvm::DominatorTree dt(f);
+  llvm::DenseMap<std::pair<llvm::Value*, llvm::Type*>, llvm::SmallVector<llvm::LoadInst*, 2>> byAddress;
+  for (llvm::BasicBlock& bb : f)
+    for (llvm::Instruction& i : bb)
+      if (auto* ld = llvm::dyn_cast<llvm::LoadInst>(&i);
+          ld && ld->isSimple() && ld->getPointerAddressSpace() == kConstantAS &&
+          (ld->getType()->isIntegerTy(32) || ld->getType()->isIntegerTy(64)))
+        byAddress[{ld->getPointerOperand(), ld->getType()}].push_back(ld);
+  llvm::SetVector<llvm::LoadInst*> replaced;
+  for (auto& [key, loads] : byAddress)
+    for (llvm::LoadInst* ld : loads)
+      for (llvm::LoadInst* other : loads)
+        if (other != ld && !replaced.count(other) && dt.dominates(other, ld)) {
+          ld->replaceAllUsesWith(other);
+          replaced.insert(ld);
+          break;
+        }
+  for (llvm::LoadInst* ld : replaced) ld->eraseFromParent();
+  return !replaced.empty();
+}
+
 // Assumes, in `copy`, that each of `facts` (values of the original function, mapped through `vmap`) is a multiple
 // of kFactAlign. Returns the assumption calls.
 std::vector<llvm::CallInst*> assumeFacts(const std::vector<llvm::Value*>& facts, llvm::ValueToValueMapTy& vmap) {
@@ -565,18 +591,54 @@ class Widener {
   // once per value: of a GEP, the smaller of its base's and its offsets' (known bits of each index, times its
   // scale); of anything else, LLVM's known alignment. An access whose pointer is aligned more than it states gets
   // that alignment. True when one changed.
-  // What a GEP's offset is known to be a multiple of (up to 4096).
-  static uint64_t offsetAlign(llvm::GetElementPtrInst* gep, llvm::AssumptionCache& ac, llvm::DominatorTree& dt) {
+  // Trailing zero bits of an integer known at `at`: through sums, products, shifts, casts and phis of any depth
+  // (known bits look only a few operands deep, and one past a phi), LLVM's known bits at the leaves (assumptions
+  // included). At most 12.
+  static unsigned trailingZeros(llvm::Value* v, llvm::Instruction* at, llvm::AssumptionCache& ac,
+                                llvm::DominatorTree& dt, llvm::DenseMap<llvm::Value*, unsigned>& memo) {
+    using namespace llvm::PatternMatch;
+    if (auto it = memo.find(v); it != memo.end()) return it->second;
+    memo[v] = 0;  // around a cycle: nothing known beyond what known bits show
+    auto tz = [&](llvm::Value* x) { return trailingZeros(x, at, ac, dt, memo); };
+    unsigned own = 0;
+    llvm::Value *a, *b;
+    const llvm::APInt* c;
+    if (auto* k = llvm::dyn_cast<llvm::ConstantInt>(v))
+      own = k->isZero() ? 12 : k->getValue().countr_zero();
+    else if (match(v, m_ZExtOrSExt(m_Value(a))) || match(v, m_Trunc(m_Value(a))))
+      own = tz(a);
+    else if (match(v, m_Add(m_Value(a), m_Value(b))) || match(v, m_Sub(m_Value(a), m_Value(b))) ||
+             match(v, m_DisjointOr(m_Value(a), m_Value(b))))
+      own = std::min(tz(a), tz(b));
+    else if (match(v, m_Mul(m_Value(a), m_Value(b))))
+      own = tz(a) + tz(b);
+    else if (match(v, m_Shl(m_Value(a), m_APInt(c))))
+      own = tz(a) + unsigned(c->getLimitedValue(12));
+    else if (match(v, m_And(m_Value(a), m_Value(b))))
+      own = std::max(tz(a), tz(b));
+    else if (auto* sel = llvm::dyn_cast<llvm::SelectInst>(v))
+      own = std::min(tz(sel->getTrueValue()), tz(sel->getFalseValue()));
+    else if (auto* phi = llvm::dyn_cast<llvm::PHINode>(v)) {
+      own = 12;
+      for (llvm::Value* in : phi->incoming_values()) own = std::min(own, tz(in));
+    }
+    if (own < 12 && llvm::isa<llvm::Instruction>(v))
+      own = std::max(own, llvm::computeKnownBits(v, at->getDataLayout(), &ac, at, &dt).countMinTrailingZeros());
+    return memo[v] = std::min(own, 12u);
+  }
+
+  // What a GEP's offset is known to be a multiple of (up to 4096) where `at` executes.
+  static uint64_t offsetAlign(llvm::GetElementPtrInst* gep, llvm::Instruction* at, llvm::AssumptionCache& ac,
+                              llvm::DominatorTree& dt) {
     const llvm::DataLayout& dl = gep->getDataLayout();
     unsigned bits = dl.getIndexTypeSizeInBits(gep->getType());
     llvm::SmallMapVector<llvm::Value*, llvm::APInt, 4> vars;
     llvm::APInt constant(bits, 0);
     if (!gep->collectOffset(dl, bits, vars, constant)) return 1;
     unsigned tz = std::min(constant.countr_zero(), 12u);
-    for (auto& [var, scale] : vars) {
-      unsigned known = llvm::computeKnownBits(var, dl, &ac, gep, &dt).countMinTrailingZeros();
-      tz = std::min(tz, std::min(known + scale.countr_zero(), 12u));
-    }
+    llvm::DenseMap<llvm::Value*, unsigned> memo;
+    for (auto& [var, scale] : vars)
+      tz = std::min(tz, std::min(trailingZeros(var, at, ac, dt, memo) + scale.countr_zero(), 12u));
     return uint64_t(1) << tz;
   }
 
@@ -584,22 +646,25 @@ class Widener {
     const llvm::DataLayout& dl = f.getDataLayout();
     auto& ac = fam_.getResult<llvm::AssumptionAnalysis>(f);
     auto& dt = fam_.getResult<llvm::DominatorTreeAnalysis>(f);
-    llvm::DenseMap<llvm::Value*, uint64_t> memo;
-    std::function<uint64_t(llvm::Value*)> alignOf = [&](llvm::Value* v) -> uint64_t {
-      if (auto it = memo.find(v); it != memo.end()) return it->second;
-      memo[v] = 1;  // a cycle through GEPs (not in SSA form without a phi) stays unknown
-      auto* ctx = llvm::dyn_cast<llvm::Instruction>(v);
-      uint64_t a = llvm::getKnownAlignment(v, dl, ctx, &ac, &dt).value();
+    // Per value and block of the access it is computed for: assumptions hold where they dominate the access (a
+    // versioned region's facts are assumed at its start, after the values' definitions).
+    llvm::DenseMap<std::pair<llvm::Value*, llvm::BasicBlock*>, uint64_t> memo;
+    std::function<uint64_t(llvm::Value*, llvm::Instruction*)> alignOf = [&](llvm::Value* v,
+                                                                            llvm::Instruction* at) -> uint64_t {
+      std::pair<llvm::Value*, llvm::BasicBlock*> key{v, at->getParent()};
+      if (auto it = memo.find(key); it != memo.end()) return it->second;
+      memo[key] = 1;  // a cycle through GEPs (not in SSA form without a phi) stays unknown
+      uint64_t a = llvm::getKnownAlignment(v, dl, at, &ac, &dt).value();
       if (auto* gep = llvm::dyn_cast<llvm::GetElementPtrInst>(v))
-        a = std::max(a, std::min(alignOf(gep->getPointerOperand()), offsetAlign(gep, ac, dt)));
-      return memo[v] = a;
+        a = std::max(a, std::min(alignOf(gep->getPointerOperand(), at), offsetAlign(gep, at, ac, dt)));
+      return memo[key] = a;
     };
     bool changed = false;
     for (llvm::BasicBlock& bb : f)
       for (llvm::Instruction& i : bb) {
         llvm::Value* p = llvm::getLoadStorePointerOperand(&i);
         if (!p || !isBufferSpace(p->getType()->getPointerAddressSpace())) continue;
-        uint64_t a = std::min<uint64_t>(alignOf(p), 1u << 12);
+        uint64_t a = std::min<uint64_t>(alignOf(p, &i), 1u << 12);
         if (a <= llvm::getLoadStoreAlignment(&i).value()) continue;
         if (auto* ld = llvm::dyn_cast<llvm::LoadInst>(&i))
           ld->setAlignment(llvm::Align(a));
@@ -633,7 +698,7 @@ class Widener {
             uint64_t step = kFactAlign;
             llvm::Value* base = v;
             while (auto* gep = llvm::dyn_cast<llvm::GetElementPtrInst>(base)) {
-              step = std::min(step, offsetAlign(gep, ac, dt));
+              step = std::min(step, offsetAlign(gep, gep, ac, dt));
               base = gep->getPointerOperand();
             }
             if (base == &phi) {
@@ -989,6 +1054,8 @@ WidenAccessesPass::WidenAccessesPass(const frontend::EntryFacts& entry, const Ke
 llvm::PreservedAnalyses WidenAccessesPass::run(llvm::Module& m, llvm::ModuleAnalysisManager&) {
   llvm::Function* f = m.getFunction("main");
   if (!f || f->isDeclaration()) return llvm::PreservedAnalyses::all();
+  bool reused = reuseConstantLoads(*f);
+  llvm::PreservedAnalyses unchanged = reused ? llvm::PreservedAnalyses::none() : llvm::PreservedAnalyses::all();
   std::vector<llvm::Value*> facts = collectFacts(*f, boundConstants);
 
   Widener widener;
@@ -999,7 +1066,7 @@ llvm::PreservedAnalyses WidenAccessesPass::run(llvm::Module& m, llvm::ModuleAnal
   llvm::DenseSet<llvm::Value*> late(later.begin(), later.end());
   std::vector<llvm::Value*> all = facts;
   all.insert(all.end(), later.begin(), later.end());
-  if (all.empty()) return llvm::PreservedAnalyses::all();
+  if (all.empty()) return unchanged;
 
   // A trial copy assuming `assumed`: its buffer accesses and the plan for them (nullopt: nothing gained).
   std::vector<std::pair<llvm::Value*, llvm::Value*>> distant = candidatePairs(*f, facts);
@@ -1029,20 +1096,19 @@ llvm::PreservedAnalyses WidenAccessesPass::run(llvm::Module& m, llvm::ModuleAnal
     if (count && withLater.after && (!entryCount || *count < *entryCount)) plan = std::move(withLater);
   }
   std::vector<llvm::Value*> checked(plan.facts.begin(), plan.facts.end());
-  if (checked.empty()) return llvm::PreservedAnalyses::all();
+  if (checked.empty()) return unchanged;
   // The distance facts kept: pairs of buffers that both hold widened accesses.
   std::vector<std::pair<llvm::Value*, llvm::Value*>> checkedPairs;
   for (auto [p, q] : distant)
     if (plan.facts.count(p) && plan.facts.count(q)) checkedPairs.emplace_back(p, q);
   if (plan.after) {
     if (versionAfter(*f, plan, checkedPairs, widener)) return llvm::PreservedAnalyses::none();
-    if (!widener.inexpressible || !widener.wide) return llvm::PreservedAnalyses::all();
+    if (!widener.inexpressible || !widener.wide) return unchanged;
     widener.wide = false;
-    return versionAfter(*f, plan, checkedPairs, widener) ? llvm::PreservedAnalyses::none()
-                                                         : llvm::PreservedAnalyses::all();
+    return versionAfter(*f, plan, checkedPairs, widener) ? llvm::PreservedAnalyses::none() : unchanged;
   }
   llvm::Function* fast = widenedCopy(*f, checked, checkedPairs, widener, nullptr);
-  if (!fast) return llvm::PreservedAnalyses::all();
+  if (!fast) return unchanged;
 
   // main: check the facts, then run the fast copy or the kernel as it was.
   llvm::LLVMContext& ctx = m.getContext();
