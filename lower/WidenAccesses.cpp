@@ -748,6 +748,7 @@ class Widener {
 struct Plan {
   llvm::Instruction* after = nullptr;  // the checked region starts after this value's definition (null: the entry)
   llvm::SetVector<llvm::Value*> facts;
+  size_t elements = 0;  // the elements of the vector accesses it serves (in the trial copy)
 };
 
 // The plan that serves most of a trial copy's realigned vector accesses, counted in elements (`wide`: each with the
@@ -799,6 +800,7 @@ Plan choosePlan(llvm::Function& copy, llvm::ValueToValueMapTy& vmap, const llvm:
       bestCount = count;
       best.after = c ? llvm::cast<llvm::Instruction>(c) : nullptr;
       best.facts = std::move(facts);
+      best.elements = count;
     }
   }
   return best;
@@ -1087,13 +1089,13 @@ llvm::PreservedAnalyses WidenAccessesPass::run(llvm::Module& m, llvm::ModuleAnal
     return n;
   };
   // The entry facts first (where they suffice, the kernel is versioned at its entry); the later facts are used only
-  // where they widen more.
+  // where the accesses they serve have more elements.
   Plan plan;
-  std::optional<unsigned> entryCount = facts.empty() ? std::nullopt : trial(facts, {}, plan);
+  if (!facts.empty()) trial(facts, {}, plan);
   if (!later.empty()) {
     Plan withLater;
-    std::optional<unsigned> count = trial(all, late, withLater);
-    if (count && withLater.after && (!entryCount || *count < *entryCount)) plan = std::move(withLater);
+    if (trial(all, late, withLater) && withLater.after && withLater.elements > plan.elements)
+      plan = std::move(withLater);
   }
   std::vector<llvm::Value*> checked(plan.facts.begin(), plan.facts.end());
   if (checked.empty()) return unchanged;
