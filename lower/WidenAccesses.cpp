@@ -694,6 +694,11 @@ class Widener {
           uint64_t align = kFactAlign;
           for (unsigned k = 0; k < phi.getNumIncomingValues() && align > 1; ++k) {
             llvm::Value* v = phi.getIncomingValue(k);
+            llvm::APInt offset(dl.getIndexTypeSizeInBits(v->getType()), 0);
+            if (v->stripAndAccumulateConstantOffsets(dl, offset, /*AllowNonInbounds=*/true) == &phi) {
+              if (!offset.isZero()) align = std::min<uint64_t>(align, uint64_t(1) << offset.countr_zero());
+              continue;
+            }
             // A step of GEPs from the phi, each offset a multiple of what its indices' known bits show.
             uint64_t step = kFactAlign;
             llvm::Value* base = v;
