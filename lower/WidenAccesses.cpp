@@ -601,6 +601,7 @@ class Widener {
     memo[v] = 0;  // around a cycle: nothing known beyond what known bits show
     auto tz = [&](llvm::Value* x) { return trailingZeros(x, at, ac, dt, memo); };
     unsigned own = 0;
+    unsigned depth = llvm::MaxAnalysisRecursionDepth - 1;  // operands are followed here; assumptions still apply
     llvm::Value *a, *b;
     const llvm::APInt* c;
     if (auto* k = llvm::dyn_cast<llvm::ConstantInt>(v))
@@ -621,9 +622,13 @@ class Widener {
     else if (auto* phi = llvm::dyn_cast<llvm::PHINode>(v)) {
       own = 12;
       for (llvm::Value* in : phi->incoming_values()) own = std::min(own, tz(in));
+      depth = 0;  // known bits follow recurrences (`i = phi [0, i + 32]`)
+    } else {
+      depth = 0;
     }
     if (own < 12 && llvm::isa<llvm::Instruction>(v))
-      own = std::max(own, llvm::computeKnownBits(v, at->getDataLayout(), &ac, at, &dt).countMinTrailingZeros());
+      own = std::max(own,
+                     llvm::computeKnownBits(v, at->getDataLayout(), &ac, at, &dt, true, depth).countMinTrailingZeros());
     return memo[v] = std::min(own, 12u);
   }
 
