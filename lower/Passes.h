@@ -104,7 +104,8 @@ struct UnrollStreamingLoopsPass : llvm::PassInfoMixin<UnrollStreamingLoopsPass> 
 // A thread's adjacent narrow loads and stores of device or constant memory become vector accesses (up to 4
 // elements, 16 bytes) on a fast path taken when the buffer addresses and the integer arguments the addresses are
 // computed from are multiples of 16 and written buffers lie apart from the others; the kernel as it was is the
-// other path (lower/WidenAccesses.cpp).
+// other path (lower/WidenAccesses.cpp). Where the addresses come from threadgroup-uniform values computed later (a
+// batch offset, a params field), the check is made there and only the code after it is copied.
 struct WidenAccessesPass : llvm::PassInfoMixin<WidenAccessesPass> {
   WidenAccessesPass(const frontend::EntryFacts& entry, const KernelReflection& reflection);
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
