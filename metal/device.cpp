@@ -34,7 +34,8 @@ Limits queryLimits(const m2v::Device& device, uint64_t heapBytes) {
   props.pNext = &maintenance3;
   vkGetPhysicalDeviceProperties2(physical, &props);
   Limits limits;
-  limits.maxBufferBytes = std::min<uint64_t>({maintenance4.maxBufferSize, maintenance3.maxMemoryAllocationSize, heapBytes});
+  limits.maxBufferBytes =
+      std::min<uint64_t>({maintenance4.maxBufferSize, maintenance3.maxMemoryAllocationSize, heapBytes});
   limits.maxAllocationCount = props.properties.limits.maxMemoryAllocationCount;
   return limits;
 }
@@ -49,8 +50,8 @@ std::string gib(uint64_t bytes) {
 // never destroyed while the process runs; MLX keeps raw pointers to them).
 struct Registry {
   std::mutex mutex;
-  std::vector<std::string> listed;         // Device::list()
-  std::vector<DeviceImpl*> byIndex;        // nullptr until opened
+  std::vector<std::string> listed;   // Device::list()
+  std::vector<DeviceImpl*> byIndex;  // nullptr until opened
   DeviceImpl* defaultDevice = nullptr;
   bool defaultTried = false;
 };
@@ -72,9 +73,9 @@ DeviceImpl::DeviceImpl(m2v::Device device)
   nameString = NS::TransferPtr(newString(i.name));
   architecture = NS::TransferPtr(new ArchitectureImpl(architectureName(i)));
   std::string where = shared.deviceLocal ? "device-local host-visible memory" : "host memory";
-  descriptionString = NS::TransferPtr(newString(
-      i.describe() + "; shared buffers in " + where + " (memory type " + std::to_string(shared.memoryType) + ", " +
-      gib(shared.heapBytes) + ")"));
+  descriptionString =
+      NS::TransferPtr(newString(i.describe() + "; shared buffers in " + where + " (memory type " +
+                                std::to_string(shared.memoryType) + ", " + gib(shared.heapBytes) + ")"));
 }
 
 std::shared_ptr<m2v::Device> DeviceImpl::runtime() {
