@@ -586,11 +586,6 @@ class Widener {
   bool inexpressible = false;  // the last copy held an access the emitter cannot express
 
  private:
-  // Known bits stop a few operands deep (LLVM's analysis depth limit), which an address reached through a chain of
-  // offsets (`((base + i) + lane offset) + row stride) + 32`) exceeds. The alignment of a buffer pointer computed
-  // once per value: of a GEP, the smaller of its base's and its offsets' (known bits of each index, times its
-  // scale); of anything else, LLVM's known alignment. An access whose pointer is aligned more than it states gets
-  // that alignment. True when one changed.
   // Trailing zero bits of an integer known at `at`: through sums, products, shifts, casts and phis of any depth
   // (known bits look only a few operands deep, and one past a phi), LLVM's known bits at the leaves (assumptions
   // included). At most 12.
@@ -647,6 +642,11 @@ class Widener {
     return uint64_t(1) << tz;
   }
 
+  // Known bits stop a few operands deep (LLVM's analysis depth limit), which an address reached through a chain of
+  // offsets (`((base + i) + lane offset) + row stride) + 32`) exceeds. The alignment of a buffer pointer computed
+  // once per value: of a GEP, the smaller of its base's and its offsets' (known bits of each index, times its
+  // scale); of anything else, LLVM's known alignment. An access whose pointer is aligned more than it states gets
+  // that alignment. True when one changed.
   bool alignChains(llvm::Function& f) {
     const llvm::DataLayout& dl = f.getDataLayout();
     auto& ac = fam_.getResult<llvm::AssumptionAnalysis>(f);
