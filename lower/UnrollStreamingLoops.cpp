@@ -13,8 +13,9 @@
 //  - not marked `#pragma nounroll` / `unroll(disable)` in the source (MLX's Metal-4 GEMM k loop);
 //  - while `count` copies of the body stay within kMaxUnrolledInstructions (MLX's Metal-4 GEMM loops are thousands
 //    of instructions and have enough loads per iteration already).
-// A short inner loop of such a loop (MLX's qmv: `for (row < 4)` inside the k loop) is unrolled completely first,
-// so that the loop around it becomes innermost.
+// A short inner loop that itself streams memory (MLX's qmv: `for (row < 4)` inside the k loop) is unrolled
+// completely first, so that the loop around it becomes innermost; SROA after this pass (Pipeline.cpp) makes the
+// thread arrays such a loop indexed registers.
 // Where LLVM cannot compute the trip count (an unsigned induction with a run-time step may wrap), nothing changes.
 #include <llvm/Analysis/AssumptionCache.h>
 #include <llvm/Analysis/LoopInfo.h>
@@ -77,8 +78,8 @@ struct Analyses {
   llvm::OptimizationRemarkEmitter& ore;
 };
 
-// Unrolls `loop` by `count` (completely when `count` is its trip count, else with the remainder iterations run
-// first); false when LLVM's unroller cannot.
+// Unrolls `loop` by `count` (completely when `count` is its trip count, else with a remainder loop for the
+// iterations left over); false when LLVM's unroller cannot.
 bool unroll(llvm::Loop* loop, unsigned count, bool runtime, Analyses& a) {
   llvm::simplifyLoop(loop, &a.dt, &a.li, &a.se, &a.ac, nullptr, false);
   llvm::formLCSSARecursively(*loop, a.dt, &a.li, &a.se);
