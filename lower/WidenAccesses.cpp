@@ -432,20 +432,25 @@ bool reuseConstantLoads(llvm::Function& f) {
   return !replaced.empty();
 }
 
+// An assumption, inserted before `at`, that `v` (a pointer or an integer) is a multiple of kFactAlign.
+llvm::CallInst* assumeMultiple(llvm::Value* v, llvm::Instruction* at) {
+  llvm::IRBuilder<> b(at);
+  if (v->getType()->isPointerTy()) {
+    llvm::Value* args[] = {v, b.getInt64(kFactAlign)};
+    return b.CreateAssumption(b.getTrue(), {llvm::OperandBundleDef("align", args)});
+  }
+  llvm::Value* low = b.CreateAnd(v, llvm::ConstantInt::get(v->getType(), kFactAlign - 1));
+  return b.CreateAssumption(b.CreateICmpEQ(low, llvm::ConstantInt::get(v->getType(), 0)));
+}
+
 // Assumes, in `copy`, that each of `facts` (values of the original function, mapped through `vmap`) is a multiple
 // of kFactAlign. Returns the assumption calls.
 std::vector<llvm::CallInst*> assumeFacts(const std::vector<llvm::Value*>& facts, llvm::ValueToValueMapTy& vmap) {
   std::vector<llvm::CallInst*> assumes;
   for (llvm::Value* fact : facts) {
     auto* v = llvm::cast<llvm::Instruction>(vmap[fact]);
-    llvm::IRBuilder<> b(llvm::isa<llvm::PHINode>(v) ? &*v->getParent()->getFirstInsertionPt() : v->getNextNode());
-    if (v->getType()->isPointerTy()) {
-      llvm::Value* args[] = {v, b.getInt64(kFactAlign)};
-      assumes.push_back(b.CreateAssumption(b.getTrue(), {llvm::OperandBundleDef("align", args)}));
-    } else {
-      llvm::Value* low = b.CreateAnd(v, llvm::ConstantInt::get(v->getType(), kFactAlign - 1));
-      assumes.push_back(b.CreateAssumption(b.CreateICmpEQ(low, llvm::ConstantInt::get(v->getType(), 0))));
-    }
+    assumes.push_back(
+        assumeMultiple(v, llvm::isa<llvm::PHINode>(v) ? &*v->getParent()->getFirstInsertionPt() : v->getNextNode()));
   }
   return assumes;
 }
@@ -1009,14 +1014,7 @@ bool versionAfter(llvm::Function& f, const Plan& plan, const std::vector<std::pa
       v = c;
       at = llvm::isa<llvm::PHINode>(c) ? &*c->getParent()->getFirstInsertionPt() : c->getNextNode();
     }
-    llvm::IRBuilder<> b(at);
-    if (v->getType()->isPointerTy()) {
-      llvm::Value* args[] = {v, b.getInt64(kFactAlign)};
-      assumes.push_back(b.CreateAssumption(b.getTrue(), {llvm::OperandBundleDef("align", args)}));
-    } else {
-      llvm::Value* low = b.CreateAnd(v, llvm::ConstantInt::get(v->getType(), kFactAlign - 1));
-      assumes.push_back(b.CreateAssumption(b.CreateICmpEQ(low, llvm::ConstantInt::get(v->getType(), 0))));
-    }
+    assumes.push_back(assumeMultiple(v, at));
   }
   widener.pairs.clear();
   for (auto [p, q] : pairs) {
