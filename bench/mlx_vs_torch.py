@@ -311,6 +311,68 @@ def sdpa_prefill_item(dt, seq=2048, heads=32, d=128):
                 setup, flops=4 * heads * seq * seq * d, note=at.steel_name(dt, d, None))
 
 
+def nax_sdpa_prefill_item(dt, seq=2048, heads=32, d=128):
+    """MLX's NAX attention (Metal 4 matmul2d, bq 64, bk 32, 4 simdgroups; the route
+    scaled_dot_product_attention.cpp takes when NAX is available; cases/nax.py) against PyTorch's SDPA."""
+    import attention as at
+    import nax
+
+    def setup(ctx, rng):
+        shape = (1, heads, seq, d)
+
+        def arr(lo, hi, buf=None):
+            x = rng.uniform(lo, hi, shape).astype(np.float32)
+            b = buf or ctx.buffer(store(x, dt))
+            return at.Arr(b, 0, shape, [int(s) for s in at.row_strides(shape)], None, dt), x
+
+        (q, qv), (k, kv), (v, vv) = arr(-2, 2), arr(-2, 2), arr(-1, 1)
+        out = at.Arr(m2v.Buffer(heads * seq * d * itemsize(dt)), 0, shape, [int(s) for s in at.row_strides(shape)],
+                     None, dt)
+        scale = 1.0 / np.sqrt(d)
+        return (lambda: nax.launch_attention_nax(ctx, dt, q, k, v, out, scale, False, None, None, heads * seq * d),
+                lambda: ctx.read(out.buf, dt, shape), torch.nn.functional.scaled_dot_product_attention,
+                [torch_tensor(qv, dt), torch_tensor(kv, dt), torch_tensor(vv, dt)])
+
+    name = nax.attn_nax_name(dt, d, None)
+    return Item(f"NAX sdpa prefill {dt} {seq} tokens, {heads} heads, d={d}", [(nax.FILE_ATTN_NAX, name)], setup,
+                flops=4 * heads * seq * seq * d, note=f"{name} (MLX's NAX attention)")
+
+
+def nax_qmm_item(dt, m, k, n, bits=4, gs=64):
+    """y = x W^T, x (m, k), W (n, k) affine-quantized: QuantizedMatmul::eval_gpu's qmm route on a NAX device
+    (qmm_t_nax; cases/quantized.py's plan with the NAX device model). PyTorch's side: the same product with W
+    dequantized to `dt` (cuBLAS; it reads 16/bits times the weight bytes, which matters little at m = 512)."""
+    import nax
+    import quantized as qz
+    from _quantized_util import pack_rows
+
+    q = qz.Q("affine", dt, [m, k], n, transpose=True, gs=gs, bits=bits, dev=nax.QDEV)
+    p = qz.plan(q)
+    assert p["route"] == "qmm" and "_nax_" in p["name"], p["name"]
+
+    def setup(ctx, rng):
+        codes = rng.integers(0, 1 << bits, (n, k))
+        scales = rng.uniform(0.001, 0.02, (n, k // gs))
+        biases = rng.uniform(-0.1, 0.1, (n, k // gs))
+        s_st, b_st = mlxrun.rounded(scales, dt), mlxrun.rounded(biases, dt)
+        w = codes * np.repeat(s_st, gs, axis=1) + np.repeat(b_st, gs, axis=1)
+        x = rng.integers(-64, 65, (m, k)) / 64.0
+        packed = pack_rows(codes, bits)
+        bufs = {"w": ctx.buffer(packed), "s": ctx.buffer(store(scales, dt)),
+                "b": ctx.buffer(store(biases, dt)), "x": ctx.buffer(store(x, dt)),
+                "y": m2v.Buffer(m * n * itemsize(dt))}
+        args = {i: (bufs[a] if isinstance(a, str) else a) for i, a in p["args"].items()}
+        quantized = [torch.from_numpy(packed.view(np.int32)).to("cuda"), torch_tensor(s_st, dt),
+                     torch_tensor(b_st, dt)]
+        return (lambda: ctx.launch(p["name"], args, groups=p["groups"], threadgroup=p["threadgroup"]),
+                lambda: ctx.read(bufs["y"], dt, (m, n)), lambda xt, wt, *_: torch.matmul(xt, wt.T),
+                [torch_tensor(x, dt), torch_tensor(w, dt)] + quantized)
+
+    return Item(f"NAX qmm {bits}-bit gs{gs} {dt} {m}x{k}x{n}", [(qz.NAX_FILES["affine"],
+                                                                  p["name"])], setup,
+                flops=2 * m * n * k, tol=5e-2, note=f"{p['name']}; PyTorch: dense {dt} matmul of the dequantized weights")
+
+
 def gemv_item(dt, n, k=None):
     """y = W x, W (n, k) row-major (k = n unless given), x (k, 1): Matmul::eval_gpu's gemv route (gemv.metal)."""
     import gemv
@@ -410,6 +472,10 @@ def items():
         out.append(sdpa_decode_item(dt))
     for dt in ("f16", "bf16"):
         out.append(sdpa_prefill_item(dt))
+    for dt in ("f16", "bf16"):
+        for seq in (2048, 8192):
+            out.append(nax_sdpa_prefill_item(dt, seq))
+        out.append(nax_qmm_item(dt, 512, 4096, 14336))
     out.append(gemv_item("f16", 8192))
     out.append(gemv_item("bf16", 8192))
     out.append(qmv_item("f16", 14336, 4096))

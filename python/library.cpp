@@ -77,13 +77,16 @@ struct PyLibKernel {
   CompiledModule module;
   Kernel kernel;
   uint64_t generation = 0;  // mlx::deviceGeneration() the kernel was created under
+  std::string matrixMode;   // M2V_SIMDGROUP_MATRIX it was created under: a change loads the kernel again
 
   const KernelReflection& reflection() const { return module.reflection; }
   const Kernel& onDevice() {
     uint64_t current = mlx::deviceGeneration();
-    if (!kernel || generation != current) {
+    std::string mode = module.cooperative ? mlx::simdgroupMatrixMode() : std::string();
+    if (!kernel || generation != current || mode != matrixMode) {
       kernel = mlx::createKernelFor(mlx::currentDevice(), module);
       generation = current;
+      matrixMode = std::move(mode);
     }
     return kernel;
   }

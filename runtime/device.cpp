@@ -491,6 +491,17 @@ static void createLogicalDevice(DeviceState& state) {
     optionalChain = &bfloat16;
     extensions.push_back(kShaderBfloat16ExtensionName);
   }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executableInfo{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  const bool wantStatistics = envFlag("M2V_PIPELINE_STATISTICS");
+  if (wantStatistics && has(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    executableInfo.pNext = optionalChain;
+    optionalChain = &executableInfo;
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  } else if (wantStatistics) {
+    std::fprintf(stderr, "m2v: M2V_PIPELINE_STATISTICS: %s has no VK_KHR_pipeline_executable_properties\n",
+                 state.info.name.c_str());
+  }
   v13.pNext = optionalChain;
   v12.pNext = &v13;
   v11.pNext = &v12;
@@ -554,6 +565,12 @@ static void createLogicalDevice(DeviceState& state) {
   if (has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && has(kShaderBfloat16ExtensionName)) {
     bfloat16.pNext = enabledOptional;
     enabledOptional = &bfloat16;
+  }
+  if (wantStatistics && has(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) &&
+      executableInfo.pipelineExecutableInfo) {
+    executableInfo.pNext = enabledOptional;
+    enabledOptional = &executableInfo;
+    state.pipelineStatistics = true;
   }
   e13.pNext = enabledOptional;
   e12.pNext = &e13;

@@ -61,6 +61,10 @@ struct DeviceState {
   std::mutex subgroupProbeMutex;
   std::vector<std::pair<uint32_t, uint32_t>> measuredSubgroupWidths;
 
+  // M2V_PIPELINE_STATISTICS: each new pipeline's driver statistics (VK_KHR_pipeline_executable_properties: registers,
+  // instructions, ... as the driver names them) go to stderr, for finding where a kernel's time goes.
+  bool pipelineStatistics = false;
+
   ~DeviceState();
   VkDevice vk() const { return device.get(); }
   // Memory type with all `required` flags (and `preferred` ones when possible); throws when none fits.

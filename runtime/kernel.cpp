@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
+#include <string>
 #include <unordered_map>
 
 #include "internal.h"
@@ -275,6 +277,42 @@ const KernelReflection& Kernel::reflection() const {
   return object_->reflection;
 }
 
+// One line per pipeline executable: "m2v pipeline statistics: ENTRY (TGxTGyTGz) EXECUTABLE: NAME VALUE, ...".
+static void printPipelineStatistics(VkDevice vk, VkPipeline pipeline, const std::string& entry, const Size3& tg) {
+  auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(vk, "vkGetPipelineExecutablePropertiesKHR"));
+  auto statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(vk, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!properties || !statistics) return;
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, nullptr, pipeline};
+  uint32_t count = 0;
+  if (properties(vk, &info, &count, nullptr) != VK_SUCCESS) return;
+  std::vector<VkPipelineExecutablePropertiesKHR> executables(count, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+  if (properties(vk, &info, &count, executables.data()) != VK_SUCCESS) return;
+  for (uint32_t i = 0; i < count; ++i) {
+    VkPipelineExecutableInfoKHR which{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, nullptr, pipeline, i};
+    uint32_t n = 0;
+    if (statistics(vk, &which, &n, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (statistics(vk, &which, &n, stats.data()) != VK_SUCCESS) continue;
+    std::string line = "m2v pipeline statistics: " + entry + " (" + std::to_string(tg.x) + "x" +
+                       std::to_string(tg.y) + "x" + std::to_string(tg.z) + ") " + executables[i].name + ":";
+    for (uint32_t j = 0; j < n; ++j) {
+      const VkPipelineExecutableStatisticKHR& st = stats[j];
+      std::string value;
+      switch (st.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: value = st.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: value = std::to_string(st.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: value = std::to_string(st.value.u64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: value = std::to_string(st.value.f64); break;
+        default: value = "?";
+      }
+      line += std::string(j ? ", " : " ") + st.name + " " + value;
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
 VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, const std::vector<std::pair<uint32_t, ConstantValue>>& constants,
                                      const std::vector<std::pair<uint32_t, uint32_t>>& threadgroupLengths,
                                      VkPipelineLayout* layout) {
@@ -354,9 +392,11 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
   pipelineInfo.stage.pName = reflection.spirvEntry.c_str();
   pipelineInfo.stage.pSpecializationInfo = &specialization;
   pipelineInfo.layout = *layout;
+  if (device->pipelineStatistics) pipelineInfo.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline pipeline = VK_NULL_HANDLE;
   vkCheck(vkCreateComputePipelines(device->vk(), device->pipelineCache.get(), 1, &pipelineInfo, nullptr, &pipeline),
           "vkCreateComputePipelines", device.get());
+  if (device->pipelineStatistics) printPipelineStatistics(device->vk(), pipeline, reflection.entry, tg);
   device->pipelines.emplace(std::move(key), UniquePipeline(device->vk(), pipeline));
   device->pipelinesCreated++;
   device->pipelineCacheDirty = true;

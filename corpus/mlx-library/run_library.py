@@ -2,13 +2,15 @@
 """Runs MLX's kernel library as MLX launches it, on the default Vulkan device, against numpy references.
 
     run_library.py [--mlx ROOT] [--filter SUBSTR]... [--family NAME]... [--exclude-family NAME]... [--seed S]
-                   [--report PREFIX] [--floor FILE] [-j N] [--list]
+                   [--report PREFIX] [--floor FILE] [-j N] [--matrix-path MODE]... [--list]
 
 Cases live in cases/*.py (see mlxrun.py). Each case ends in one stage: `compile` (an entry point did not compile),
 `refused` (the device cannot run it, e.g. 32-wide simdgroups on lavapipe), `error` (a runtime or harness error),
 `ran` (output differs from the reference, or a validation-layer message), `matched`. --report writes PREFIX.md and
 PREFIX.json (stage, cause, message, GPU time, max error per case). --floor FILE exits 1 when a case it lists does not
 match. The seed (printed) reproduces the inputs; each case draws from hash(seed, case name).
+--matrix-path MODE (auto, shuffle, cooperative; M2V_SIMDGROUP_MATRIX) given more than once runs every case once per
+path, compiled once; each path's report is PREFIX-MODE and --floor applies to each.
 A case waits the device's budget (seconds on a GPU, minutes on a CPU device; cases known to be long have a multiple,
 --budget-scale overrides it) before it counts as hung; a timeout or a lost device fails that case alone, and the
 cases after it run on a new device.
@@ -64,7 +66,7 @@ def case_seed(seed, name):
     return int.from_bytes(hashlib.sha256(f"{seed}:{name}".encode()).digest()[:8], "little")
 
 
-def write_report(prefix, results, device, seed, elapsed):
+def write_report(prefix, results, device, seed, elapsed, matrix_path):
     counts = collections.Counter(r.stage for r in results)
     rows = []
     for r in results:
@@ -74,7 +76,7 @@ def write_report(prefix, results, device, seed, elapsed):
                      "note": r.case.note})
     with open(prefix + ".json", "w") as f:
         json.dump({"device": device, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                   "simdgroup_matrix": os.environ.get("M2V_SIMDGROUP_MATRIX") or "auto", "seed": seed,
+                   "simdgroup_matrix": matrix_path, "seed": seed,
                    "seconds": round(elapsed, 1), "counts": counts, "cases": rows}, f, indent=1)
     fams = collections.OrderedDict()
     for r in results:
@@ -82,7 +84,7 @@ def write_report(prefix, results, device, seed, elapsed):
     with open(prefix + ".md", "w") as f:
         f.write(f"# MLX's kernel library, run as MLX launches it\n\n")
         f.write(f"Device: {device}. {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
-                f"M2V_SIMDGROUP_MATRIX={os.environ.get('M2V_SIMDGROUP_MATRIX') or 'auto'}. Seed {seed}. "
+                f"M2V_SIMDGROUP_MATRIX={matrix_path}. Seed {seed}. "
                 f"{len(results)} cases in {elapsed:.0f} s.\n\n")
         f.write("| stage | cases |\n|---|---|\n")
         for s in STAGES:
@@ -122,6 +124,8 @@ def main():
     ap.add_argument("--floor")
     ap.add_argument("-j", "--jobs", type=int, default=0)
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--matrix-path", action="append", default=[], choices=["auto", "shuffle", "cooperative"],
+                    help="run every case on this simdgroup-matrix path (M2V_SIMDGROUP_MATRIX); repeat for several")
     ap.add_argument("--budget-scale", action="append", default=[], metavar="CASE=SCALE",
                     help="wait SCALE times the device's budget for CASE before it counts as hung (default: the "
                          "case's own, 1 for most)")
@@ -155,34 +159,56 @@ def main():
     t0 = time.time()
     runner = mlxrun.Runner(os.path.abspath(args.mlx), jobs=args.jobs)
     runner.compile(cases)
+    compile_s = time.time() - t0
     runner.stream = m2v.Stream(timestamps=True)
-    results = []
+    paths = args.matrix_path or [os.environ.get("M2V_SIMDGROUP_MATRIX") or "auto"]
     # A run stopped from outside (timeout's SIGTERM, Ctrl-C) still writes the report of the cases it finished.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    below = []
+    for path in paths:
+        os.environ["M2V_SIMDGROUP_MATRIX"] = path  # read when each kernel is (re)loaded
+        results, elapsed, interrupted = run_cases(runner, cases, seed, path if len(paths) > 1 else None)
+        elapsed += compile_s
+        counts = collections.Counter(r.stage for r in results)
+        print(("" if len(paths) == 1 else f"[{path}] ") + "; ".join(f"{s} {counts.get(s, 0)}" for s in STAGES) +
+              f"  ({elapsed:.0f} s, seed {seed})")
+        if args.report:
+            write_report(args.report + (f"-{path}" if len(paths) > 1 else ""), results, device, seed, elapsed, path)
+        if args.floor:
+            below += below_floor(args.floor, results, path if len(paths) > 1 else None)
+        if interrupted:
+            break
+    return 1 if below else 0
+
+
+def run_cases(runner, cases, seed, label):
+    """Runs the cases in order; returns (results, seconds, interrupted)."""
+    t0 = time.time()
+    results = []
     try:
         for c in cases:
             r = runner.run_case(c, case_seed(seed, c.name))
             results.append(r)
             gpu = f" {r.gpu_us:.1f} us" if r.gpu_us is not None else ""
-            print(f"{r.stage:8} {c.name}{gpu}" + (f"  [{r.cause}] {r.message}" if r.message else ""), flush=True)
+            print((f"[{label}] " if label else "") + f"{r.stage:8} {c.name}{gpu}" +
+                  (f"  [{r.cause}] {r.message}" if r.message else ""), flush=True)
     except KeyboardInterrupt:
         print(f"interrupted after {len(results)} of {len(cases)} cases", flush=True)
-    elapsed = time.time() - t0
-    counts = collections.Counter(r.stage for r in results)
-    print("; ".join(f"{s} {counts.get(s, 0)}" for s in STAGES) + f"  ({elapsed:.0f} s, seed {seed})")
-    if args.report:
-        write_report(args.report, results, device, seed, elapsed)
-    if args.floor:
-        with open(args.floor) as f:
-            floor = [ln.split("#")[0].strip() for ln in f if ln.split("#")[0].strip()]
-        by_name = {r.case.name: r for r in results}
-        below = [n for n in floor if n not in by_name or by_name[n].stage != "matched"]
-        if below:
-            for n in below:
-                r = by_name.get(n)
-                print(f"below floor: {n}: " + (f"{r.stage} {r.message}" if r else "not run"), file=sys.stderr)
-            return 1
-    return 0
+        return results, time.time() - t0, True
+    return results, time.time() - t0, False
+
+
+def below_floor(floor_file, results, label):
+    """The floor's cases that did not match (each printed)."""
+    with open(floor_file) as f:
+        floor = [ln.split("#")[0].strip() for ln in f if ln.split("#")[0].strip()]
+    by_name = {r.case.name: r for r in results}
+    below = [n for n in floor if n not in by_name or by_name[n].stage != "matched"]
+    for n in below:
+        r = by_name.get(n)
+        print((f"[{label}] " if label else "") + f"below floor: {n}: " + (f"{r.stage} {r.message}" if r else "not run"),
+              file=sys.stderr)
+    return below
 
 
 if __name__ == "__main__":
