@@ -28,15 +28,19 @@ constants both true, so none of its partial-tile paths run), as sdpa_full_self_a
   (B, L, H, D) in memory (row stride H * D; the function returns it as a (B, H, L, D) view).
 The float accumulators, the softmax statistics and the order of every reduction are MLX's.
 
-Tensor cores through PTX mma.sync m16n8k16 (f16 or bf16 operands, float accumulators), each 16x16x16 product of
-MLX's as two of them, with PTX's documented fragment layouts; the accumulator layout must be known to the code (the
-row max and sum are computed on registers, and S's registers become P's operand registers), which nvcuda::wmma does
-not expose. Differences from MLX's kernel, each with its effect:
+Tensor cores through PTX mma.sync m16n8k16 (f16 or bf16 operands, float accumulators; m16n8k8 tf32 for P V in the
+"tf32" form), each 16x16x16 product of MLX's as two of them, with PTX's documented fragment layouts; the accumulator
+layout must be known to the code (the row max and sum are computed on registers, and S's registers become P's operand
+registers), which nvcuda::wmma does not expose. Differences from MLX's kernel, each with its effect:
 - P's precision in P V: MLX passes P to matmul2d as float (its AccumType) with V in T, a mixed product whose precision
-  Apple does not document; NVIDIA's 16-bit tensor-core products take both operands in 16 bits, so P is rounded to T
-  (as flash attention does). Speed: this is the only way to use the 16-bit tensor cores (a float / tf32 P would need V
-  widened and runs at half the rate); accuracy: P is in [0, 1], the rounding costs 2^-11 (f16) or 2^-8 (bf16)
-  relative per weight, the row sum stays the float one, as MLX's.
+  and rate Apple does not document. NVIDIA's tensor cores take no float operand, so there are two forms (pv):
+  "16bit" (the default) rounds P to T, as flash attention does, and uses the same 16x8x16 f16/bf16 products as Q K^T;
+  P is in [0, 1], the rounding costs 2^-11 (f16) or 2^-8 (bf16) relative per weight, the row sum stays the float one,
+  as MLX's. "tf32" keeps P in float as far as the tensor cores take it: P rounded to tf32 (10-bit mantissa), V widened
+  exactly (every f16 and bf16 value is a tf32 value), 16x8x8 tf32 products at half the 16-bit rate, the shared
+  dimension taken in the order S's accumulator holds it (position t of a product is key 2t, position t + 4 key
+  2t + 1) so that P still needs no data movement; the same loads of V. The pair bounds what MLX's float P costs on
+  this GPU: "16bit" is the algorithm at its fastest here, "tf32" the closest to MLX's float P.
 - the hardware's fragment layouts: a lane holds 2 adjacent elements of rows g and g + 8 (g = lane / 4) where Apple's
   holds 4 adjacent elements of two rows 8 apart, so every operand is read as 32-bit loads (Q and K: two elements of a
   row; V: two elements of a row, moved into the key-pair layout the instruction wants by movmatrix, an 8x8 register
@@ -77,6 +81,33 @@ __device__ inline void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+#ifdef PV_TF32
+// c (16x8, float) += a (16x8, tf32) b (8x8, tf32) (PTX's layouts: a {row g, k t}, {row g + 8, k t}, {row g, k t + 4},
+// {row g + 8, k t + 4}; b {k t, column g}, {k t + 4, column g}; c as above).
+__device__ inline void mma1688(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ inline unsigned to_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// The float bits (exact in tf32) of the low and high 16-bit element of a pair.
+#ifdef MMA_BF16
+__device__ inline unsigned lo_f32(unsigned w) { return w << 16; }
+__device__ inline unsigned hi_f32(unsigned w) { return w & 0xffff0000u; }
+#else
+__device__ inline unsigned half_f32(unsigned short h) { return __float_as_uint(__half2float(__ushort_as_half(h))); }
+__device__ inline unsigned lo_f32(unsigned w) { return half_f32((unsigned short)(w & 0xffffu)); }
+__device__ inline unsigned hi_f32(unsigned w) { return half_f32((unsigned short)(w >> 16)); }
+#endif
+#endif
 
 // The 8x8 transpose of a 16-bit matrix held one row pair per lane (row lane / 4, columns 2 (lane % 4) + {0, 1}).
 __device__ inline unsigned transpose8x8(unsigned v) {
@@ -224,6 +255,7 @@ nax_attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restr
 
     __syncwarp();  // simdgroup_barrier(mem_flags::mem_none)
 
+#ifndef PV_TF32
     // P fragment ik as the left operand (16x16: keys 16 ik .. 16 ik + 15), rounded to T
     unsigned pf[TK][4];
 #pragma unroll
@@ -233,6 +265,19 @@ nax_attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restr
       pf[ik][2] = pack2(s[2 * ik + 1][0], s[2 * ik + 1][1]);  // row g, keys 8 + 2t..
       pf[ik][3] = pack2(s[2 * ik + 1][2], s[2 * ik + 1][3]);  // row g + 8, keys 8 + 2t..
     }
+#else
+    // P kept in float (rounded to tf32) as the left operand of 16x8x8 products, one per 8 keys (S's accumulator
+    // j, keys 8j .. 8j + 7). The shared dimension is taken in the order the accumulator already holds it: position
+    // t is key 8j + 2t, position t + 4 is key 8j + 2t + 1, so P needs no shuffle, and V's rows follow that order.
+    unsigned pa[2 * TK][4];
+#pragma unroll
+    for (int j = 0; j < 2 * TK; ++j) {
+      pa[j][0] = to_tf32(s[j][0]);  // row g, key 2t
+      pa[j][1] = to_tf32(s[j][2]);  // row g + 8, key 2t
+      pa[j][2] = to_tf32(s[j][1]);  // row g, key 2t + 1
+      pa[j][3] = to_tf32(s[j][3]);  // row g + 8, key 2t + 1
+    }
+#endif
 
     // O = P V
 #pragma unroll
@@ -240,7 +285,8 @@ nax_attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restr
       if (id == 4) __syncthreads();  // threadgroup_barrier(mem_flags::mem_none), BD == 128
 #pragma unroll
       for (int ik = 0; ik < TK; ++ik) {
-        // Vtile (16x32: keys 16 ik.., columns 16 id .. 16 id + 31) as 4 right operands of 16x8
+        // Vtile (16x32: keys 16 ik.., columns 16 id .. 16 id + 31) as 4 right operands of 16x8; after the transpose
+        // a lane holds {V[key 2t][column g], V[key 2t + 1][column g]} of each 8x8 block
         unsigned vf[4][2];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -250,7 +296,14 @@ nax_attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restr
         }
         // O fragments id, id + 1 += P fragment ik x Vtile (MLX's 16x32x16 matmul2d)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma16816(o[2 * id + j], pf[ik], vf[j][0], vf[j][1]);
+        for (int j = 0; j < 4; ++j) {
+#ifndef PV_TF32
+          mma16816(o[2 * id + j], pf[ik], vf[j][0], vf[j][1]);
+#else
+#pragma unroll
+          for (int kh = 0; kh < 2; ++kh) mma1688(o[2 * id + j], pa[2 * ik + kh], lo_f32(vf[j][kh]), hi_f32(vf[j][kh]));
+#endif
+        }
       }
     }
 
@@ -283,16 +336,20 @@ _CTYPE = {"f16": "__half", "bf16": "__nv_bfloat16"}
 BQ, BK, BD, WM, WN = 64, 32, 128, 4, 1
 
 
-def nax_attention(dt):
+def nax_attention(dt, pv="16bit"):
     """A function (q, k, v) -> softmax(q k^T / sqrt(D)) v with MLX's NAX attention algorithm (bq 64, bk 32, bd 128,
     4x1 warps). q: (B, H, L, D), k and v: (B, H_kv, L, D) with H_kv dividing H, contiguous torch CUDA tensors of dtype
     dt ("f16" or "bf16"), D = 128, L a multiple of 64. The result is a (B, H, L, D) view of MLX's (B, L, H, D) output
-    layout; the same tensors on the next call reuse the prepared launch and output."""
+    layout; the same tensors on the next call reuse the prepared launch and output. pv: "16bit" (P rounded to T,
+    16x8x16 products) or "tf32" (P kept in float as far as the tensor cores take it, 16x8x8 tf32 products)."""
     import cupy
     import torch
 
+    if pv not in ("16bit", "tf32"):
+        raise ValueError(f"pv {pv!r}: '16bit' or 'tf32'")
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[dt]
-    defines = [f"T={_CTYPE[dt]}"] + (["MMA_BF16"] if dt == "bf16" else [])
+    defines = ([f"T={_CTYPE[dt]}"] + (["MMA_BF16"] if dt == "bf16" else []) +
+               (["PV_TF32"] if pv == "tf32" else []))
     kernel = _kernel(_SOURCE, "nax_attention", defines)
 
     def prepare(q, k, v):
@@ -347,11 +404,11 @@ def _inputs(B, H, Hk, L, tdt):
 
 def main():
     """The reference alone against PyTorch's SDPA, checked and timed:
-    PYTHONPATH=bench python3 bench/cuda_nax_attention.py (from the repository root). Each output is compared with a
-    float64 computation (SDPA's own difference printed beside it); the verdict is PASS when the reference's max abs
-    difference is within the tolerance, f16 4e-3, bf16 3e-2 (rounding P and O to 16 bits costs a few 1e-4 and a few 1e-3
-    on these inputs, SDPA's too; a wrong index or a broken softmax gives differences of order 1). Exit status 1
-    on any failure."""
+    PYTHONPATH=bench python3 bench/cuda_nax_attention.py (from the repository root), both P V forms. Each output is
+    compared with a float64 computation (SDPA's own difference printed beside it); the verdict is PASS when the
+    reference's max abs difference is within the tolerance, f16 4e-3, bf16 3e-2 (rounding P and O to 16 bits costs a
+    few 1e-4 and a few 1e-3 on these inputs, SDPA's too; a wrong index or a broken softmax gives differences of order
+    1). Exit status 1 on any failure."""
     import torch
 
     torch.manual_seed(0)
@@ -359,34 +416,34 @@ def main():
     tol = {"f16": 4e-3, "bf16": 3e-2}
     failures = []
 
-    def check(label, dt, fn, q, k, v):
+    def check(label, dt, fns, q, k, v):
         want = _reference(q, k, v)
-        got = fn(q, k, v)
-        err = float((got.double() - want).abs().max()) if bool(torch.isfinite(got).all()) else math.inf
         gqa = k.shape[1] != q.shape[1]
         sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, **({"enable_gqa": True} if gqa else {}))
         err_sdpa = float((sdpa.double() - want).abs().max())
-        diff_sdpa = float((got.double() - sdpa.double()).abs().max())
-        ok = err <= tol[dt]
-        if not ok:
-            failures.append(label)
-        print(f"{label}: max abs diff vs float64 {err:.2e} (SDPA's {err_sdpa:.2e}), vs SDPA {diff_sdpa:.2e}: "
-              f"{'PASS' if ok else 'FAIL'}", flush=True)
-        del want
+        for pv, fn in fns.items():
+            got = fn(q, k, v)
+            err = float((got.double() - want).abs().max()) if bool(torch.isfinite(got).all()) else math.inf
+            diff_sdpa = float((got.double() - sdpa.double()).abs().max())
+            ok = err <= tol[dt]
+            if not ok:
+                failures.append(f"{label} pv={pv}")
+            print(f"{label} pv={pv}: max abs diff vs float64 {err:.2e} (SDPA's {err_sdpa:.2e}), vs SDPA "
+                  f"{diff_sdpa:.2e}: {'PASS' if ok else 'FAIL'}", flush=True)
+        del want, sdpa
 
     for dt in ("f16", "bf16"):
-        fn = nax_attention(dt)
+        fns = {pv: nax_attention(dt, pv) for pv in ("16bit", "tf32")}
         # small shapes first: several batches, heads and query blocks, grouped-query heads, one block
         for B, H, Hk, L in ((2, 3, 3, 192), (1, 8, 2, 320), (1, 1, 1, 64)):
-            q, k, v = _inputs(B, H, Hk, L, tdts[dt])
-            check(f"{dt} B={B} H={H} H_kv={Hk} L={L}", dt, fn, q, k, v)
+            check(f"{dt} B={B} H={H} H_kv={Hk} L={L}", dt, fns, *_inputs(B, H, Hk, L, tdts[dt]))
         for L in (2048, 8192):
             B, H = 1, 32
             q, k, v = _inputs(B, H, H, L, tdts[dt])
-            check(f"{dt} B={B} H={H} L={L}", dt, fn, q, k, v)
+            check(f"{dt} B={B} H={H} L={L}", dt, fns, q, k, v)
             flops = 4 * B * H * L * L * BD
-            for name, f in (("same-algorithm CUDA (MLX NAX)", fn),
-                            ("torch SDPA", torch.nn.functional.scaled_dot_product_attention)):
+            for name, f in ([(f"same-algorithm CUDA (MLX NAX), pv={pv}", fn) for pv, fn in fns.items()] +
+                            [("torch SDPA", torch.nn.functional.scaled_dot_product_attention)]):
                 us = _time(f, (q, k, v))
                 print(f"{dt} B={B} H={H} L={L} D={BD} {name}: {us:.1f} us, {flops / us / 1e6:.1f} TFLOP/s", flush=True)
             del q, k, v
