@@ -25,12 +25,12 @@ weights and a group size that is a multiple of BK (64 in the bench: one scale an
   group after group_size / BK blocks. A threadgroup barrier before the fill (the previous block's readers are done)
   and one after it (the tile is complete): a single buffer, two barriers per K block, no double buffering, no
   overlap of the next block's weight loads with this block's products.
-- inside a K block, steps of SK = 32 (not unrolled, as MLX's STEEL_PRAGMA_NO_UNROLL): the warp loads its TM x TK = 2 x 2
-  fragments of x STRAIGHT FROM GLOBAL MEMORY (NAXTile::load(x + kk1, K): no staging of x, each warp reading its own
-  32 rows, the two warps of a row reading the same x) and its TN x TK = 2 x 2 fragments of the dequantized weights
-  from Ws (NAXTile::load<T, BK_padded, 1>: rows of the tile are N, columns K, so B is read transposed), then
-  multiplies them into its accumulators, tile_matmad_nax's order (for mm, for nn in pairs, for kk; MLX issues them as
-  16x32x16 matmul2d ops with transposed B, here 16x16x16 products or m16n8k16 instructions).
+- inside a K block, steps of SK = 32 (not unrolled, as MLX's STEEL_PRAGMA_NO_UNROLL): the warp loads its TM x TK =
+  2 x 2 fragments of x STRAIGHT FROM GLOBAL MEMORY (NAXTile::load(x + kk1, K): no staging of x; each warp reads its
+  own 32 rows, and the WN = 2 warps on the same rows both read them) and its TN x TK = 2 x 2 fragments of the
+  dequantized weights from Ws (NAXTile::load<T, BK_padded, 1>: rows of the tile are N, columns K, so B is read
+  transposed), then multiplies them into its accumulators in tile_matmad_nax's order (for mm, for nn in pairs, for
+  kk; MLX issues them as 16x32x16 matmul2d ops with transposed B, here 16x16x16 products or m16n8k16 instructions).
 - a threadgroup barrier, then the float accumulators are rounded to T and written to y.
 Tensor cores through nvcuda::wmma (mma.h), 16x16x16 half/bfloat16 -> float; B as a col_major fragment of Ws (that is
 Ws's rows read as B's columns: the transpose MLX's descriptor asks for).
