@@ -48,6 +48,8 @@ Differences, and why each is neutral or not:
   stores). The arithmetic is the same either way: s * q is exact in float (a T scale times a 4-bit code), so the
   compiler's fusing of the multiply and the add changes nothing, and s / 16 * (byte & 0xf0) equals s * (byte >> 4).
   Neutral to slightly in the reference's favour.
+- MLX's threadgroup is (32, WN, WM); here a block of 128 threads in x: warp threadIdx.x / 32 is MLX's
+  simdgroup_index_in_threadgroup (x + 32 y + 64 z over 32), the same warps with the same work.
 - MLX's `volatile int compiler_barrier` (a hint to Apple's compiler that the K step's loads and products stay
   together) has no CUDA counterpart; `#pragma unroll 1` keeps the K step a loop as MLX's pragma does.
 - `mma="ptx"`: the same algorithm with the instruction itself (mma.sync m16n8k16, PTX's documented fragment layouts):
