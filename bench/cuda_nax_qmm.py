@@ -544,6 +544,16 @@ def main():
             verdict = ("correct" if ok else "WRONG") if checked else ("within" if ok else "outside") + " tolerance"
             print(f"qmm_t 4-bit gs{gs} {dt} M={M} K={K} N={N} {name}: {us:.1f} us, {flop / us / 1e6:.1f} TFLOP/s, "
                   f"max rel diff vs float64 {err:.1g} (tolerance {TOL[dt]:g}): {verdict}", flush=True)
+        # MLX's other tile, bm 32 for M <= 32: checked, not timed
+        x32 = x[:32]
+        want32 = want[:32]
+        for mma in ("wmma", "ptx"):
+            got = nax_qmm(dt, gs, bits, mma)(x32, w_packed, scales, biases).double()
+            err = float(((got - want32).abs() / want32.abs().clamp(min=1)).max())
+            ok = err <= TOL[dt]
+            failed += not ok
+            print(f"qmm_t 4-bit gs{gs} {dt} M=32 (tile {mlx_tile(32)}) K={K} N={N} same-algorithm CUDA ({mma}): "
+                  f"max rel diff vs float64 {err:.1g}: {'correct' if ok else 'WRONG'}", flush=True)
     print("all correct" if not failed else f"{failed} MISMATCH(ES)", flush=True)
     return 1 if failed else 0
 
