@@ -333,9 +333,11 @@ def nax_sdpa_prefill_item(dt, seq=2048, heads=32, d=128):
                 lambda: ctx.read(out.buf, dt, shape), torch.nn.functional.scaled_dot_product_attention,
                 [torch_tensor(qv, dt), torch_tensor(kv, dt), torch_tensor(vv, dt)])
 
+    from cuda_nax_attention import nax_attention
     name = nax.attn_nax_name(dt, d, None)
     return Item(f"NAX sdpa prefill {dt} {seq} tokens, {heads} heads, d={d}", [(nax.FILE_ATTN_NAX, name)], setup,
-                flops=4 * heads * seq * seq * d, note=f"{name} (MLX's NAX attention)")
+                flops=4 * heads * seq * seq * d, note=f"{name} (MLX's NAX attention)",
+                reference=("same-algorithm CUDA", lambda: nax_attention(dt)))
 
 
 def nax_qmm_item(dt, m, k, n, bits=4, gs=64):
@@ -368,9 +370,15 @@ def nax_qmm_item(dt, m, k, n, bits=4, gs=64):
                 lambda: ctx.read(bufs["y"], dt, (m, n)), lambda xt, wt, *_: torch.matmul(xt, wt.T),
                 [torch_tensor(x, dt), torch_tensor(w, dt)] + quantized)
 
-    return Item(f"NAX qmm {bits}-bit gs{gs} {dt} {m}x{k}x{n}", [(qz.NAX_FILES["affine"],
-                                                                  p["name"])], setup,
-                flops=2 * m * n * k, tol=5e-2, note=f"{p['name']}; PyTorch: dense {dt} matmul of the dequantized weights")
+    from cuda_nax_qmm import nax_qmm
+
+    def reference_fn():
+        run = nax_qmm(dt, gs, bits)
+        return lambda xt, wt, wq, st, bt: run(xt, wq, st, bt)  # the dense weights are PyTorch's operand
+
+    return Item(f"NAX qmm {bits}-bit gs{gs} {dt} {m}x{k}x{n}", [(qz.NAX_FILES["affine"], p["name"])], setup,
+                flops=2 * m * n * k, tol=5e-2, note=f"{p['name']}; PyTorch: dense {dt} matmul of the dequantized weights",
+                reference=("same-algorithm CUDA", reference_fn))
 
 
 def gemv_item(dt, n, k=None):
