@@ -3,7 +3,7 @@
 hand-written GLSL gemv with MLX's tile (bench/glsl/gemv_tile.comp and its variants), both run by metal2vk's runtime
 on one stream, timed alike (GPU timestamps after a 500 ms warm-up of the same work), outputs checked against numpy.
 
-    cd bench/glsl && for v in "" -DREADONLY -DUNROLL2 "-DREADONLY -DUNROLL2"; do
+    cd bench/glsl && for v in "" -DREADONLY -DUNROLL2 "-DREADONLY -DUNROLL2" -DADDR64; do
         glslangValidator -V --target-env vulkan1.3 $v gemv_tile.comp \
             -o gemv_tile$(echo $v | sed 's/-D/_/g;s/ //g' | tr A-Z a-z).spv; done
     PYTHONPATH=<metal2vk python> python3 bench/glsl_gemv.py [--mlx ROOT] [--spv-dir bench/glsl] [--report PREFIX]
@@ -29,7 +29,8 @@ import mlxrun  # noqa: E402
 from mlxrun import Case, Ctx, store  # noqa: E402
 
 VARIANTS = {"gemv_tile": "as written", "gemv_tile_readonly": "W, x readonly restrict",
-            "gemv_tile_unroll2": "two steps per trip", "gemv_tile_readonly_unroll2": "readonly restrict, two steps"}
+            "gemv_tile_unroll2": "two steps per trip", "gemv_tile_readonly_unroll2": "readonly restrict, two steps",
+            "gemv_tile_addr64": "64-bit address arithmetic per load, as translated"}
 SHAPES = [(8192, 8192), (14336, 4096), (4096, 14336), (4096, 4096), (1024, 3072)]
 
 

@@ -6,7 +6,9 @@
 // Written by hand with metal2vk's kernel ABI (docs/ABI.md: push constants = grid, then one buffer address per
 // argument; workgroup size from specialization constants), so metal2vk's runtime runs it exactly like a translated
 // kernel. Variants (glslangValidator -D...): READONLY declares W and x readonly restrict; UNROLL2 takes two steps per
-// loop trip. bench/glsl_gemv.py runs them beside MLX's gemv as metal2vk translates it.
+// loop trip; ADDR64 computes every load's address as metal2vk's modules did (a 64-bit element index, plus the row's
+// offset, times 2, plus the base: integer-to-pointer per load). bench/glsl_gemv.py runs them beside MLX's gemv as
+// metal2vk translates it.
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -20,6 +22,7 @@ layout(local_size_x_id = 131072, local_size_y_id = 131073, local_size_z_id = 131
 #endif
 layout(buffer_reference, std430, buffer_reference_align = 8) IN_QUALIFIERS buffer H4 { f16vec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer H1 { float16_t v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) IN_QUALIFIERS buffer V4 { f16vec4 v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer U1 { uint v; };
 layout(push_constant) uniform PC { uvec3 grid; uint pad; uint64_t w; uint64_t x; uint64_t y; uint64_t k; } pc;
 
@@ -33,6 +36,16 @@ void main() {
   vec4 acc = vec4(0.0);
   const uint steps = K / 128;  // K a multiple of 128
   uint s = 0;
+#ifdef ADDR64
+  const uint64_t wrow = pc.w + 2ul * uint64_t(row0) * K, ld = K, ld2 = 2ul * K, ld3 = 3ul * K;
+  for (uint64_t e = 4ul * lane; s < steps; ++s, e += 128) {
+    vec4 xa = vec4(V4(pc.x + e * 2).v);
+    acc.x += dot(vec4(V4(wrow + e * 2).v), xa);
+    acc.y += dot(vec4(V4(wrow + (e + ld) * 2).v), xa);
+    acc.z += dot(vec4(V4(wrow + (e + ld2) * 2).v), xa);
+    acc.w += dot(vec4(V4(wrow + (e + ld3) * 2).v), xa);
+  }
+#endif
 #ifdef UNROLL2
   for (; s + 2 <= steps; s += 2) {
     const uint i = s * 32 + lane, j = i + 32;

@@ -187,10 +187,11 @@ def run_cases(runner, cases, seed, label):
     results = []
     try:
         for c in cases:
+            t = time.time()
             r = runner.run_case(c, case_seed(seed, c.name))
             results.append(r)
             gpu = f" {r.gpu_us:.1f} us" if r.gpu_us is not None else ""
-            print((f"[{label}] " if label else "") + f"{r.stage:8} {c.name}{gpu}" +
+            print((f"[{label}] " if label else "") + f"{r.stage:8} {c.name}{gpu} ({time.time() - t:.1f} s)" +
                   (f"  [{r.cause}] {r.message}" if r.message else ""), flush=True)
     except KeyboardInterrupt:
         print(f"interrupted after {len(results)} of {len(cases)} cases", flush=True)
