@@ -9,7 +9,8 @@ on one stream, timed alike (GPU timestamps after a 500 ms warm-up of the same wo
     PYTHONPATH=<metal2vk python> python3 bench/glsl_gemv.py [--mlx ROOT] [--spv-dir bench/glsl] [--report PREFIX]
 
 The hand-written kernel follows metal2vk's kernel ABI (docs/ABI.md), so the runtime, the stream and the timing are
-the same for both: only the module differs. f16, W (N x K) row-major, the shapes of bench/mlx_vs_torch.py's gemv rows.
+the same for both: only the module differs. One more row passes its K by setBytes, as translated kernels get their
+scalars (the runtime's staging memory; M2V_ARENA_IN_HOST_MEMORY=1 puts that in host memory, as it was). f16, W (N x K) row-major, the shapes of bench/mlx_vs_torch.py's gemv rows.
 """
 import argparse
 import json
@@ -102,15 +103,22 @@ def main():
                                     constants=p["constants"]))]
         kbuf = ctx.buffer(np.array([k], np.uint32))
 
-        def hand_launch(kern):
+        def hand_launch(kern, k_by_bytes=False):
             s.set_kernel(kern)
-            for i, b in enumerate((wb, xb, out, kbuf)):
+            for i, b in enumerate((wb, xb, out)):
                 s.set_buffer(b, i)
+            if k_by_bytes:  # as translated kernels get their scalars: setBytes, in the runtime's staging memory
+                s.set_bytes(np.array([k], np.uint32), 3)
+            else:
+                s.set_buffer(kbuf, 3)
             s.dispatch_threadgroups((n // 32, 1, 1), (256, 1, 1))
 
         if n % 32 == 0 and k % 256 == 0:
             runs += [(f"hand-written GLSL, {VARIANTS[name]}", name, (lambda kern=kern: hand_launch(kern)))
                      for name, kern in hand.items()]
+            if "gemv_tile" in hand:
+                runs.append(("hand-written GLSL, as written, K by setBytes", "gemv_tile",
+                             lambda: hand_launch(hand["gemv_tile"], True)))
         nbytes = (n * k + k + n) * 2
         for label, kernel, launch in runs:
             s.fill(out, 0xFF)

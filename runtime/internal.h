@@ -82,6 +82,10 @@ struct RawBuffer {
   void* hostPointer = nullptr;
 };
 RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size, bool hostVisible);
+// Host-written memory the GPU reads (setBytes data, argument buffers, upload staging): the shared buffers' device-local
+// host-visible type where the device has one (resizable BAR, unified memory), host memory otherwise.
+// M2V_ARENA_IN_HOST_MEMORY=1 keeps it in host memory (a measurement knob).
+RawBuffer createDeviceReadStaging(DeviceState& device, VkDeviceSize size);
 // The same in the memory type `memoryType` picks for the buffer's requirements, mapped for the host when `map`.
 RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size,
                           const std::function<uint32_t(const VkMemoryRequirements&)>& memoryType, bool map);

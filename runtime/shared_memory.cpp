@@ -1,6 +1,9 @@
 // Shared buffers (Metal's MTLStorageModeShared): host-visible, coherent, persistently mapped memory. Device-local
 // host-visible memory is used where one such memory type spans the whole largest device-local heap (the H200 with
 // resizable BAR: heap 0, type 4, 140 GiB; unified-memory GPUs); elsewhere a host-memory type, cached when offered.
+#include <cstdlib>
+#include <string>
+
 #include "internal.h"
 
 namespace m2v {
@@ -57,5 +60,22 @@ Buffer Device::createBuffer(size_t bytes, Memory memory) {
 }
 
 void* Buffer::contents() const { return object_ ? object_->raw.hostPointer : nullptr; }
+
+RawBuffer createDeviceReadStaging(DeviceState& device, VkDeviceSize size) {
+  // Kernel arguments in host memory cost each dispatch a chain of PCIe reads before its first load (argument table,
+  // then the values it points to): MLX's gemv ran 1.3x slower than with them in device memory (bench/glsl_gemv.py).
+  static const bool inHostMemory = [] {
+    const char* v = std::getenv("M2V_ARENA_IN_HOST_MEMORY");
+    return v && *v && std::string(v) != "0";
+  }();
+  const Device::SharedMemory shared = chooseSharedMemory(device.memoryProperties);
+  if (inHostMemory || !shared.deviceLocal) return createRawBuffer(device, size, true);
+  auto sharedType = [&](const VkMemoryRequirements& req) {
+    return (req.memoryTypeBits & (1u << shared.memoryType))
+               ? shared.memoryType
+               : device.findMemoryType(req.memoryTypeBits, kHostCoherent, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  };
+  return createRawBuffer(device, size, sharedType, true);
+}
 
 }  // namespace m2v

@@ -21,9 +21,13 @@ constexpr uint32_t kMaxBufferIndex = 4096;
 
 std::atomic<uint64_t> gNextBatchSerial{1};
 
-// Host-visible memory the stream writes (setBytes data, argument buffers, upload staging) or reads (readbacks).
+// Host-visible memory the stream writes for the GPU to read (setBytes data, argument buffers, upload staging:
+// device-local where the device can map it) or the GPU writes for the host to read (readbacks: host memory, cached).
+enum class ArenaUse { DeviceReads, HostReads };
+
 struct ArenaChunk {
   RawBuffer raw;
+  ArenaUse use = ArenaUse::DeviceReads;
   VkDeviceSize used = 0;
   uint64_t lastUse = 0;  // timeline value of the last batch that references it
 };
@@ -95,7 +99,7 @@ struct StreamState {
   std::deque<std::unique_ptr<Batch>> inFlight;
   std::vector<std::unique_ptr<Batch>> spareBatches;
   std::vector<std::unique_ptr<ArenaChunk>> arena;
-  ArenaChunk* currentChunk = nullptr;
+  ArenaChunk* currentChunk[2] = {nullptr, nullptr};  // by ArenaUse
   std::vector<Access> pendingAccesses;
   std::vector<VkSemaphoreSubmitInfo> eventSignals;  // added to the next submission (Stream::commit(signals))
   std::vector<VkSemaphoreSubmitInfo> eventWaits;    // likewise
@@ -251,19 +255,24 @@ struct StreamState {
   }
 
   // Host-visible memory valid until the batch now being recorded completes.
-  ArenaSlice allocate(VkDeviceSize size, VkDeviceSize alignment) {
+  ArenaSlice allocate(VkDeviceSize size, VkDeviceSize alignment, ArenaUse use = ArenaUse::DeviceReads) {
     uint64_t useValue = submittedValue + 1;
+    ArenaChunk*& currentChunk = this->currentChunk[int(use)];
     if (!currentChunk || alignUp(currentChunk->used, alignment) + size > currentChunk->raw.size) {
       currentChunk = nullptr;
       for (auto& chunk : arena)
-        if (chunk->lastUse <= completedValue && chunk->raw.size >= size && !heldByBinding(chunk.get())) {
+        if (chunk->use == use && chunk->lastUse <= completedValue && chunk->raw.size >= size &&
+            !heldByBinding(chunk.get())) {
           chunk->used = 0;
           currentChunk = chunk.get();
           break;
         }
       if (!currentChunk) {
         auto chunk = std::make_unique<ArenaChunk>();
-        chunk->raw = createRawBuffer(*device, std::max(kArenaChunkBytes, alignUp(size, 256)), true);
+        const VkDeviceSize bytes = std::max(kArenaChunkBytes, alignUp(size, 256));
+        chunk->raw = use == ArenaUse::HostReads ? createRawBuffer(*device, bytes, true)
+                                                : createDeviceReadStaging(*device, bytes);
+        chunk->use = use;
         currentChunk = chunk.get();
         arena.push_back(std::move(chunk));
       }
@@ -779,7 +788,7 @@ void Stream::enqueueReadback(const Buffer& src, size_t srcOffset, void* dst, siz
   if (size == 0) return;
   if (!dst) throw UsageError("readback: null destination");
   Batch& batch = state_->ensureRecording();
-  ArenaSlice staging = state_->allocate(size, 16);
+  ArenaSlice staging = state_->allocate(size, 16, ArenaUse::HostReads);
   state_->orderAfterHazards(batch, {{src.object().get(), srcOffset, srcOffset + size, false}});
   VkBufferCopy region{srcOffset, staging.offset, size};
   vkCmdCopyBuffer(batch.commandBuffer, src.object()->raw.buffer.get(), staging.chunk->raw.buffer.get(), 1, &region);

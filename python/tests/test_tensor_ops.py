@@ -72,6 +72,30 @@ MM(half_32x32x32_tt, half, 32, 32, 32, true, true, false)
 MM(bfloat_16x32x16_nn, bfloat, 16, 32, 16, false, false, true)
 MM(bfloat_32x16x16_tt, bfloat, 32, 16, 16, true, true, true)
 MM(float_16x32x16_nt, float, 16, 32, 16, false, true, true)
+
+// A float left input beside a half right input; RELAXED is the descriptor's relaxed_precision.
+template <int M, int N, int K, bool TB, bool RELAXED>
+[[kernel]] void mixed(const device float* A [[buffer(0)]], const device half* B [[buffer(1)]],
+                      device float* C [[buffer(2)]], ushort lane [[thread_index_in_simdgroup]]) {
+  constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(
+      M, N, K, false, TB, RELAXED, mpp::tensor_ops::matmul2d_descriptor::mode::multiply_accumulate);
+  mpp::tensor_ops::matmul2d<desc, execution_simdgroup> op;
+  auto a = op.template get_left_input_cooperative_tensor<float, half, float>();
+  auto b = op.template get_right_input_cooperative_tensor<float, half, float>();
+  auto c = op.template get_destination_cooperative_tensor<remove_addrspace_t<decltype(a)>,
+                                                         remove_addrspace_t<decltype(b)>, float>();
+  fill(a, A, M, K, lane);
+  fill(b, B, TB ? N : K, TB ? K : N, lane);
+  fill(c, C, M, N, lane);
+  op.run(a, b, c);
+  drain(c, C, M, N, lane);
+}
+template [[host_name("mixed_relaxed_nn")]] [[kernel]] void mixed<16, 32, 16, false, true>(
+    const device float*, const device half*, device float*, ushort);
+template [[host_name("mixed_relaxed_nt")]] [[kernel]] void mixed<16, 32, 16, true, true>(
+    const device float*, const device half*, device float*, ushort);
+template [[host_name("mixed_strict_nn")]] [[kernel]] void mixed<16, 32, 16, false, false>(
+    const device float*, const device half*, device float*, ushort);
 """
 
 CASES = {
@@ -141,3 +165,53 @@ def test_matmul2d(lib, matrix_path, name):
     np.testing.assert_array_equal(got, want)
     if element != "float":
         assert kernel.simdgroup_matrix_path == ("cooperative_matrix" if matrix_path == "cooperative" else "shuffle")
+
+
+MIXED = {"mixed_relaxed_nn": (True, False), "mixed_relaxed_nt": (True, True), "mixed_strict_nn": (False, False)}
+
+
+def test_mixed_builds(lib):
+    # relaxed precision rounds the float operand to half: a 16-bit product, with a cooperative-matrix build;
+    # without it the product stays in float, on shuffles
+    _, library = lib
+    for name, (relaxed, _tb) in MIXED.items():
+        coop = library[name].cooperative_reflection
+        assert (coop is not None and coop["cooperative_matrix_multiplies"] >= 1) == relaxed, name
+
+
+@pytest.mark.parametrize("name", sorted(MIXED))
+def test_matmul2d_float_by_half(lib, matrix_path, name):
+    """A float operand beside a half one: with relaxed_precision it is rounded to half (the product is then that of
+    the rounded values, exactly: products of halves and multiples of 1/4 are exact in float for these sizes);
+    without it the product keeps the float values (A is k/3, not a half)."""
+    relaxed, tb = MIXED[name]
+    if matrix_path == "cooperative" and relaxed:
+        why = m2v.cooperative_matrix_unavailable_reason("f16")
+        if why:
+            pytest.skip(f"cooperative path unavailable: {why}")
+    M, N, K = 16, 32, 16
+    rng = np.random.default_rng(sum(map(ord, name)))
+    A = (rng.integers(-24, 25, size=(M, K)) / 3).astype(np.float32)
+    B = rng.integers(-8, 9, size=(N, K) if tb else (K, N)).astype(np.float32) / 4
+    C = rng.integers(-8, 9, size=(M, N)).astype(np.float32) / 4
+    kernel = m2v.compile_library(lib[0], entries=[name])[name]
+    s = m2v.Stream()
+    try:
+        s.set_kernel(kernel)
+    except m2v.UnsupportedError as e:  # lavapipe: no 32-wide simdgroups
+        pytest.skip(str(e).splitlines()[0])
+    bufs = []
+    for i, x in enumerate([A, B.astype(np.float16), C]):
+        b = m2v.Buffer(x.nbytes)
+        s.upload(b, x)
+        s.set_buffer(b, i)
+        bufs.append(b)
+    s.dispatch_threadgroups((1, 1, 1), (32, 1, 1))
+    got = s.read(bufs[2], np.float32, (M, N)).astype(np.float64)
+    a = A.astype(np.float16).astype(np.float64) if relaxed else A.astype(np.float64)
+    want = a @ (B.T if tb else B).astype(np.float64) + C
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5)
+    if relaxed:
+        # the rounding is what makes the difference: the unrounded product is further off than float's error
+        exact = A.astype(np.float64) @ (B.T if tb else B).astype(np.float64) + C
+        assert np.max(np.abs(got - exact)) > 1e-3

@@ -14,6 +14,7 @@
 // {0, 1} and {2, 3} of its four (columns {0,1,4,5,8,9,12,13} and {2,3,6,7,10,11,14,15} of the block, in that order).
 // A destination and a right input that is not transposed split that way as they are; a left input (whose columns
 // are the shared dimension) and a transposed right input are regrouped with shuffles first.
+// With relaxed precision a float operand beside a half or bfloat one is rounded to that type first (multiply_type).
 // Tensor memory operands (tensor<...>) and execution_simdgroups<N> are not implemented: exit code 3 at the use.
 #ifndef __M2V_METAL_PERFORMANCE_PRIMITIVES
 #define __M2V_METAL_PERFORMANCE_PRIMITIVES
@@ -56,12 +57,20 @@ namespace __m2v {
 namespace nax {
 struct desc {
   int m, n, k;
-  bool ta, tb, accumulate;
+  bool ta, tb, relaxed, accumulate;
   static constexpr desc of(long d) {
-    return desc{int(d & 0xffff), int((d >> 16) & 0xffff), int(short((d >> 32) & 0xffff)), bool((d >> 48) & 1),
-                bool((d >> 49) & 1), bool((d >> 51) & 1)};
+    return desc{int(d & 0xffff),     int((d >> 16) & 0xffff), int(short((d >> 32) & 0xffff)), bool((d >> 48) & 1),
+                bool((d >> 49) & 1), bool((d >> 50) & 1),     bool((d >> 51) & 1)};
   }
 };
+
+// The element type an operand of type T is multiplied in beside an operand of type Other: with relaxed precision
+// (which lets the implementation "sacrifice accuracy for performance", Apple's matmul2d header), a float operand
+// beside a half or bfloat one is rounded to that type, so that both are 16-bit and the product can take the matrix
+// units (MLX's NAX attention multiplies its float probabilities by half or bfloat values this way).
+template <class T, class Other, bool Relaxed>
+using multiply_type = conditional_t<Relaxed && same_v<T, float> && (same_v<Other, half> || same_v<Other, bfloat>),
+                                    Other, T>;
 
 // A cooperative tensor: Rows x Cols as stored, in 16 x 16 blocks (row-major block order), 8 elements per lane each.
 template <class T, int Rows, int Cols> struct coop {
@@ -149,8 +158,8 @@ template <long D, class Scope> struct matmul2d_impl {
   template <class TA, class TB, class TC>
   METAL_FUNC void run(const thread coop<TA, LeftRows, LeftCols> &left, const thread coop<TB, RightRows, RightCols> &right,
                       thread coop<TC, M, N> &dst) {
-    using FA = metal::simdgroup_matrix<TA, 8, 8>;
-    using FB = metal::simdgroup_matrix<TB, 8, 8>;
+    using FA = metal::simdgroup_matrix<multiply_type<TA, TB, d.relaxed>, 8, 8>;
+    using FB = metal::simdgroup_matrix<multiply_type<TB, TA, d.relaxed>, 8, 8>;
     using FC = metal::simdgroup_matrix<float, 8, 8>;
     uint lane = __m2v::simd_lane_id();
 #pragma clang loop unroll(full)
@@ -165,8 +174,8 @@ template <long D, class Scope> struct matmul2d_impl {
 #pragma clang loop unroll(full)
             for (int c = 0; c < 2; ++c) a[h][bk][c] = natural_columns<FA>(left.block(bm, bk), h, c, lane);
         } else {
-          TA t[8];
-          transposed_block<TA>(t, left.block(bk, bm), lane);
+          typename FA::value_type t[8];
+          transposed_block<typename FA::value_type>(t, left.block(bk, bm), lane);
 #pragma clang loop unroll(full)
           for (int h = 0; h < 2; ++h)
 #pragma clang loop unroll(full)
@@ -183,17 +192,18 @@ template <long D, class Scope> struct matmul2d_impl {
             FC acc = d.accumulate ? frag_of<FC>(cb, h, p) : metal::make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
 #pragma clang loop unroll(full)
             for (int bk = 0; bk < K / 16; ++bk) {
-              TB t[8];
-              const thread TB *rb;
               if constexpr (d.tb) {
-                transposed_block<TB>(t, right.block(bn, bk), lane);
-                rb = t;
-              } else {
-                rb = right.block(bk, bn);
-              }
+                typename FB::value_type t[8];
+                transposed_block<typename FB::value_type>(t, right.block(bn, bk), lane);
 #pragma clang loop unroll(full)
-              for (int kh = 0; kh < 2; ++kh)
-                metal::simdgroup_multiply_accumulate(acc, a[h][bk][kh], frag_of<FB>(rb, kh, p), acc);
+                for (int kh = 0; kh < 2; ++kh)
+                  metal::simdgroup_multiply_accumulate(acc, a[h][bk][kh], frag_of<FB>(t, kh, p), acc);
+              } else {
+#pragma clang loop unroll(full)
+                for (int kh = 0; kh < 2; ++kh)
+                  metal::simdgroup_multiply_accumulate(acc, a[h][bk][kh], frag_of<FB>(right.block(bk, bn), kh, p),
+                                                       acc);
+              }
             }
             store_frag(cb, h, p, acc);
           }
