@@ -103,7 +103,7 @@ def main():
                                     constants=p["constants"]))]
         kbuf = ctx.buffer(np.array([k], np.uint32))
 
-        def hand_launch(kern, k_by_bytes=False):
+        def hand_launch(kern, k_by_bytes=False, threadgroup=(256, 1, 1)):
             s.set_kernel(kern)
             for i, b in enumerate((wb, xb, out)):
                 s.set_buffer(b, i)
@@ -111,7 +111,7 @@ def main():
                 s.set_bytes(np.array([k], np.uint32), 3)
             else:
                 s.set_buffer(kbuf, 3)
-            s.dispatch_threadgroups((n // 32, 1, 1), (256, 1, 1))
+            s.dispatch_threadgroups((n // 32, 1, 1), threadgroup)
 
         if n % 32 == 0 and k % 256 == 0:
             runs += [(f"hand-written GLSL, {VARIANTS[name]}", name, (lambda kern=kern: hand_launch(kern)))
@@ -119,6 +119,9 @@ def main():
             if "gemv_tile" in hand:
                 runs.append(("hand-written GLSL, as written, K by setBytes", "gemv_tile",
                              lambda: hand_launch(hand["gemv_tile"], True)))
+                # MLX's threadgroup shape: (32, 1, 8), simdgroup = z (the kernel uses gl_SubgroupID either way)
+                runs.append(("hand-written GLSL, as written, threadgroup (32, 1, 8)", "gemv_tile",
+                             lambda: hand_launch(hand["gemv_tile"], False, (32, 1, 8))))
         nbytes = (n * k + k + n) * 2
         for label, kernel, launch in runs:
             s.fill(out, 0xFF)

@@ -199,6 +199,7 @@ def main():
     except ImportError:
         want, torch_us, gpu = a.astype(np.float32) @ b.astype(np.float32), None, "none"
     for (name, mode), k in libs.items():
+        os.environ["M2V_SIMDGROUP_MATRIX"] = mode  # a kernel loads again when the mode it was loaded under changes
         groups = (n // 32, n // 16, 1) if name == "nax_mma_only" else (n // 32, n // 32, 1)
 
         def launch(k=k, groups=groups):

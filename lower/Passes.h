@@ -8,6 +8,10 @@
 
 #include "Frontend.h"
 
+namespace llvm {
+class Loop;
+}
+
 namespace m2v::lower {
 
 // A new module (in `m`'s context) with the kernel `mangledName` and exactly the functions and globals it reaches;
@@ -99,6 +103,16 @@ struct ExpandMemoryIntrinsicsPass : llvm::PassInfoMixin<ExpandMemoryIntrinsicsPa
 // trip (trip count checked at run time), so that a thread has several iterations' loads in flight
 // (lower/UnrollStreamingLoops.cpp).
 struct UnrollStreamingLoopsPass : llvm::PassInfoMixin<UnrollStreamingLoopsPass> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
+// The size in instructions of a loop that streams device memory (loads at addresses that vary per iteration, no
+// convergent operation; for unrolling also not forbidden by the source or done already); 0 for any other loop
+// (UnrollStreamingLoops.cpp).
+unsigned streamingLoopSize(const llvm::Loop& loop, bool forUnrolling = true);
+// In the blocks of innermost streaming loops, device loads (with the address arithmetic they need) move ahead of the
+// arithmetic that consumes earlier loads, so all of a trip's loads are issued before the first wait
+// (lower/ClusterStreamingLoads.cpp).
+struct ClusterStreamingLoadsPass : llvm::PassInfoMixin<ClusterStreamingLoadsPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
 };
 // A thread's adjacent narrow loads and stores of device or constant memory become vector accesses (up to 4

@@ -188,6 +188,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
     // Wide device accesses need resolved address spaces and add a branch the structurizer must see.
     mpm.addPass(WidenAccessesPass(entry, reflection));
+    // After widening, so that the loads it moves are the wide ones.
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(ClusterStreamingLoadsPass()));
     mpm.run(m, mam);
   }
   {

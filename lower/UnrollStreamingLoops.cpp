@@ -36,6 +36,21 @@
 
 namespace m2v::lower {
 
+unsigned streamingLoopSize(const llvm::Loop& loop, bool forUnrolling) {
+  // `#pragma unroll(disable)`, nounroll, or unrolled already
+  if (forUnrolling && (llvm::hasUnrollTransformation(&loop) & llvm::TM_Disable)) return 0;
+  unsigned size = 0;
+  bool streams = false;
+  for (const llvm::BasicBlock* bb : loop.blocks())
+    for (const llvm::Instruction& i : *bb) {
+      ++size;
+      if (auto* call = llvm::dyn_cast<llvm::CallBase>(&i); call && call->isConvergent()) return 0;
+      if (auto* ld = llvm::dyn_cast<llvm::LoadInst>(&i))
+        streams |= ld->getPointerAddressSpace() == kDeviceAS && !loop.isLoopInvariant(ld->getPointerOperand());
+    }
+  return streams ? size : 0;
+}
+
 namespace {
 
 // Copies of a streaming loop's body stay within this many instructions (the loops of MLX's gemv, gemv_t and
@@ -51,22 +66,6 @@ unsigned unrollCount() {
     return s ? unsigned(std::atoi(s)) : 2u;
   }();
   return count;
-}
-
-// The loop's size in instructions when it loads device memory at addresses that vary per iteration, has no
-// convergent operation and its source does not forbid unrolling; 0 otherwise.
-unsigned streamingSize(const llvm::Loop& loop) {
-  if (llvm::hasUnrollTransformation(&loop) & llvm::TM_Disable) return 0;  // `#pragma unroll(disable)`, nounroll
-  unsigned size = 0;
-  bool streams = false;
-  for (const llvm::BasicBlock* bb : loop.blocks())
-    for (const llvm::Instruction& i : *bb) {
-      ++size;
-      if (auto* call = llvm::dyn_cast<llvm::CallBase>(&i); call && call->isConvergent()) return 0;
-      if (auto* ld = llvm::dyn_cast<llvm::LoadInst>(&i))
-        streams |= ld->getPointerAddressSpace() == kDeviceAS && !loop.isLoopInvariant(ld->getPointerOperand());
-    }
-  return streams ? size : 0;
 }
 
 struct Analyses {
@@ -108,14 +107,14 @@ llvm::PreservedAnalyses UnrollStreamingLoopsPass::run(llvm::Function& f, llvm::F
     unsigned trips = loop->isInnermost() && loop->getParentLoop() && loop->getParentLoop()->getSubLoops().size() == 1
                          ? a.se.getSmallConstantTripCount(loop)
                          : 0;
-    unsigned size = trips > 1 && trips <= kMaxInnerTripCount ? streamingSize(*loop) : 0;
+    unsigned size = trips > 1 && trips <= kMaxInnerTripCount ? streamingLoopSize(*loop) : 0;
     if (size && size * trips <= kMaxUnrolledInstructions) inner.push_back(loop);
   }
   for (llvm::Loop* loop : inner) changed |= unroll(loop, a.se.getSmallConstantTripCount(loop), false, a);
 
   std::vector<std::pair<llvm::Loop*, unsigned>> streaming;
   for (llvm::Loop* loop : a.li.getLoopsInPreorder()) {
-    unsigned size = loop->isInnermost() && a.se.getSmallConstantTripCount(loop) == 0 ? streamingSize(*loop) : 0;
+    unsigned size = loop->isInnermost() && a.se.getSmallConstantTripCount(loop) == 0 ? streamingLoopSize(*loop) : 0;
     unsigned n = count;
     while (n > 1 && size * n > kMaxUnrolledInstructions) n /= 2;
     if (size && n > 1) streaming.emplace_back(loop, n);

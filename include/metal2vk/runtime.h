@@ -286,7 +286,9 @@ class Stream {
   // slices of one buffer therefore look dependent. setBufferRange narrows that to [offset, offset + length).
   void setBuffer(const Buffer& buffer, size_t offset, uint32_t index);
   void setBufferRange(const Buffer& buffer, size_t offset, size_t length, uint32_t index);
-  // Copies `length` bytes now into a stream-owned upload arena; the kernel receives its device address.
+  // Copies `length` bytes now into a stream-owned upload arena (device-local host-visible memory where the device
+  // maps it, as argument buffers: a kernel reads its arguments before anything else); the kernel receives its
+  // device address.
   void setBytes(const void* data, size_t length, uint32_t index);
   void setThreadgroupMemoryLength(uint32_t length, uint32_t index);
   // Unbinds every buffer and setBytes argument (a new Metal encoder starts with none bound).

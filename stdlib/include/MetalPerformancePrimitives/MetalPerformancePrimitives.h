@@ -112,25 +112,36 @@ template <class F, class T> METAL_FUNC F natural_columns(const thread T *b, int 
   return f;
 }
 
-// Element (r, c) of a 16 x 16 block for every lane's own (r, c): owner lane and index from the layout; `index` may
-// differ between lanes, so every candidate index is shuffled and the lane keeps its own.
-template <class E, class T> METAL_FUNC E gather(const thread T *b, uint r, uint c) {
-  ushort src = ushort(((r & 4u) << 2) | ((r & 3u) << 1) | ((c >> 3) << 3) | ((c >> 2) & 1u));
-  uint index = (r >> 3) * 4 + (c & 3u);
-  E v = E(0);
+// a[m] = a[m ^ t] for this lane's t (0..7): three conditional swaps, no shuffle.
+template <class E> METAL_FUNC void xor_permute(thread E *a, uint t) {
 #pragma clang loop unroll(full)
-  for (uint i = 0; i < 8; ++i) {
-    E s = metal::simd_shuffle(E(b[i]), src);
-    v = index == i ? s : v;
+  for (uint bit = 1; bit < 8; bit <<= 1) {
+    bool swap = (t & bit) != 0;
+#pragma clang loop unroll(full)
+    for (uint m = 0; m < 8; ++m)
+      if ((m & bit) == 0) {
+        E x = a[m], y = a[m | bit];
+        a[m] = swap ? y : x;
+        a[m | bit] = swap ? x : y;
+      }
   }
-  return v;
 }
 
-// The transpose of a 16 x 16 block, as a block in the layout (this lane's 8 elements).
+// The transpose of a 16 x 16 block, as a block in the layout (this lane's 8 elements), in 8 shuffles. With
+// t = (lane >> 1) & 7, element i of lane L of the transpose is element t(L) of lane (L & 1) << 4 | i' << 1 | L >> 4,
+// for the 8 values i' of bits 1-3: every lane needs the same index from 8 lanes. In shuffle k each lane sends its
+// element t ^ k and the receiver keeps it as its element t ^ k (then both are t of the other side): slot orders that
+// differ per lane only by an XOR, undone by xor_permute on each side.
 template <class E, class T> METAL_FUNC void transposed_block(thread E *out, const thread T *b, uint lane) {
-  uint q = lane >> 2, fm = (q & 4u) | ((lane >> 1) & 3u), fn = ((q & 2u) | (lane & 1u)) * 4u;
+  uint t = (lane >> 1) & 7u;
+  E p[8];
 #pragma clang loop unroll(full)
-  for (uint i = 0; i < 8; ++i) out[i] = gather<E>(b, fn + (i & 3u), fm + (i >> 2) * 8u);
+  for (uint i = 0; i < 8; ++i) p[i] = E(b[i]);
+  xor_permute(p, t);
+  uint base = ((lane & 1u) << 4) | ((lane >> 4) & 1u);
+#pragma clang loop unroll(full)
+  for (uint k = 0; k < 8; ++k) out[k] = metal::simd_shuffle(p[k], ushort(base | ((t ^ k) << 1)));
+  xor_permute(out, t);
 }
 
 template <long D, class Scope> struct matmul2d_impl {
