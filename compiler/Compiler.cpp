@@ -50,7 +50,9 @@ std::optional<CompiledModule> buildModule(llvm::Module& m, const frontend::Entry
     m.print(os, nullptr);
     if (std::getenv("M2V_DUMP_LOWERED_IR")) llvm::errs() << out.loweredIR;  // a debugging aid for compiler work
   }
-  out.spirv = spirv::emitModule(m, out.reflection, sources, diags);
+  const KernelReflection lowered = out.reflection;  // before emission adds its parts
+  spirv::EmitStats stats;
+  out.spirv = spirv::emitModule(m, out.reflection, sources, diags, {}, &stats);
   // SPIRV-Tools here predates SPV_KHR_cooperative_matrix: such modules are checked by the driver that runs them
   // (docs/SIMDGROUP_MATRIX.md).
   if (!out.spirv.empty() && options.validate && path == lower::MatrixPath::Shuffle) {
@@ -61,6 +63,26 @@ std::optional<CompiledModule> buildModule(llvm::Module& m, const frontend::Entry
     }
   }
   if (out.spirv.empty() || diags.hasErrors()) return std::nullopt;
+  // The portable build again, from the same lowered module, with float -> bfloat narrowed by VK_KHR_shader_bfloat16
+  // conversions (docs/BFLOAT16.md, M2V_NATIVE_BFLOAT16). Like the cooperative build it is checked by the driver: this
+  // SPIRV-Tools predates SPV_KHR_bfloat16. A failure here is a compiler bug in the variant; the kernel keeps its
+  // portable build.
+  if (path == lower::MatrixPath::Shuffle && options.nativeBfloat16 && stats.bfloatNarrowings > 0) {
+    CompiledModule native;
+    native.reflection = lowered;
+    Diagnostics variantDiags;
+    spirv::EmitOptions emitOptions;
+    emitOptions.nativeBfloat16 = true;
+    native.spirv = spirv::emitModule(m, native.reflection, sources, variantDiags, emitOptions);
+    if (!native.spirv.empty() && !variantDiags.hasErrors())
+      out.nativeBfloat16 = std::make_shared<const CompiledModule>(std::move(native));
+    for (const Diagnostic& d : variantDiags.all()) {
+      Diagnostic note = d;
+      note.severity = Severity::Warning;
+      note.message = "native-bfloat16 build: " + note.message;
+      diags.report(note);
+    }
+  }
   return out;
 }
 

@@ -14,7 +14,10 @@ namespace m2v {
 
 namespace {
 
-constexpr char kMagic[8] = {'M', '2', 'V', 'L', 'I', 'B', '0', '1'};
+constexpr char kMagic[8] = {'M', '2', 'V', 'L', 'I', 'B', '0', '2'};
+constexpr char kOlderMagic[6] = {'M', '2', 'V', 'L', 'I', 'B'};  // the same prefix, another format version
+// A kernel record's variant bits: which builds follow the portable module, in this order.
+constexpr uint64_t kHasCooperative = 1, kHasNativeBfloat16 = 2;
 // Bounds that no real kernel reaches; a larger length field means a damaged file, not a reason to allocate.
 constexpr uint64_t kMaxJsonBytes = uint64_t(64) << 20;
 constexpr uint64_t kMaxSpirvWords = uint64_t(256) << 20;
@@ -94,28 +97,37 @@ std::string readWholeFile(const std::string& path) {
 }  // namespace
 
 void appendKernelRecord(std::string& out, const CompiledKernel& kernel) {
-  appendU64(out, kernel.cooperative ? 2 : 1);
+  appendU64(out, (kernel.cooperative ? kHasCooperative : 0) | (kernel.nativeBfloat16 ? kHasNativeBfloat16 : 0));
   appendModule(out, kernel);
   if (kernel.cooperative) appendModule(out, *kernel.cooperative);
+  if (kernel.nativeBfloat16) appendModule(out, *kernel.nativeBfloat16);
 }
 
 CompiledKernel readKernelRecord(std::string_view bytes, size_t& pos) {
   Cursor in{bytes, pos};
-  uint64_t count = in.u64("module count");
-  if (count < 1 || count > 2) throw std::runtime_error("damaged (module count " + std::to_string(count) + ")");
+  uint64_t variants = in.u64("variant bits");
+  if (variants & ~(kHasCooperative | kHasNativeBfloat16))
+    throw std::runtime_error("damaged (variant bits " + std::to_string(variants) + ")");
   CompiledKernel kernel = readModule(in);
-  if (count == 2) {
-    CompiledModule cooperative = readModule(in);
-    if (cooperative.reflection.entry != kernel.reflection.entry)
-      throw std::runtime_error("damaged (cooperative build of '" + kernel.reflection.entry + "' names '" +
-                               cooperative.reflection.entry + "')");
-    kernel.cooperative = std::make_shared<const CompiledModule>(std::move(cooperative));
-  }
+  auto variant = [&](const char* what) {
+    CompiledModule m = readModule(in);
+    if (m.reflection.entry != kernel.reflection.entry)
+      throw std::runtime_error(std::string("damaged (") + what + " build of '" + kernel.reflection.entry + "' names '" +
+                               m.reflection.entry + "')");
+    return std::make_shared<const CompiledModule>(std::move(m));
+  };
+  if (variants & kHasCooperative) kernel.cooperative = variant("cooperative");
+  if (variants & kHasNativeBfloat16) kernel.nativeBfloat16 = variant("native-bfloat16");
   return kernel;
 }
 
 std::vector<CompiledKernel> readLibraryFile(const std::string& path) {
   const std::string bytes = readWholeFile(path);
+  if (bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kOlderMagic, sizeof kOlderMagic) == 0 &&
+      std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    throw std::runtime_error(path + ": library file of another format version ('" + bytes.substr(0, sizeof kMagic) +
+                             "', this metal2vk reads '" + std::string(kMagic, sizeof kMagic) +
+                             "'): rebuild the library");
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     throw std::runtime_error(path + ": not a metal2vk library file (written by 'm2v metal -c' or 'm2v metallib')");
   if (bytes.size() < sizeof kMagic + 8) throw std::runtime_error(path + ": damaged library file (truncated)");

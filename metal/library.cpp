@@ -138,7 +138,10 @@ m2v::Kernel LibraryImpl::runtimeKernel(size_t index) {
   const CompiledKernel& compiled = (*kernels)[index];
   std::shared_ptr<m2v::Device> current = device->runtime();
   m2v::Device& runtime = *current;
-  m2v::Kernel kernel = runtime.createKernel(compiled.spirv, compiled.reflection);
+  // The portable build: its native-bfloat16 emission where the device has the bfloat16 type (M2V_NATIVE_BFLOAT16).
+  const CompiledModule& base =
+      compiled.nativeBfloat16 && runtime.info().runsNativeBfloat16() ? *compiled.nativeBfloat16 : compiled;
+  m2v::Kernel kernel = runtime.createKernel(base.spirv, base.reflection);
   if (compiled.cooperative) {
     // The build on cooperative matrices where the device offers its shapes; the portable one otherwise.
     bool offered = true;

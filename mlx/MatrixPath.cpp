@@ -243,7 +243,10 @@ std::string cooperativeMatrixUnavailableReason(Device& device, const std::string
 }
 
 Kernel createKernelFor(Device& device, const CompiledModule& module) {
-  Kernel portable = device.createKernel(module.spirv, module.reflection);
+  // The portable build: its native-bfloat16 emission where the device has the bfloat16 type (M2V_NATIVE_BFLOAT16).
+  const CompiledModule& base =
+      module.nativeBfloat16 && device.info().runsNativeBfloat16() ? *module.nativeBfloat16 : module;
+  Kernel portable = device.createKernel(base.spirv, base.reflection);
   if (!module.cooperative) return portable;
   std::string mode = simdgroupMatrixMode();
   if (mode == "shuffle") return portable;

@@ -2,8 +2,7 @@
 // Key: SHA-256 of the compiler input text, the compile options, compilerVersion(), the embedded headers and the
 // identity of the binary holding the compiler (so a rebuilt compiler never reuses an old module).
 //
-// Disk entries live in <cache dir>/mlx/<sha256>.m2vmod, one file per module:
-//   "M2VMOD01" | u64 json bytes | reflection JSON | u64 SPIR-V words | words
+// Disk entries live in <cache dir>/mlx/<sha256>.m2vmod, one file per kernel (layout: at kMagic below),
 // written to a unique temporary file in the same directory and renamed into place (atomic on POSIX), so
 // concurrent processes either see a complete entry or none; an unreadable entry is recompiled and replaced.
 #include <atomic>
@@ -35,11 +34,12 @@ namespace {
 // note), so the assembled text gets an absolute virtual name; diagnostics show it.
 const std::string kVirtualDir = "/metal_kernel/";
 
-// Entry layout: magic, u64 JSON size, reflection JSON, u64 word count, SPIR-V words, SHA-256 (hex) of the JSON and
-// the words. The checksum catches what the write-to-temp + rename cannot: a file damaged after it was written.
-// An entry: magic, module count (1, or 2 with the cooperative-matrix build), per module the reflection JSON and
-// the SPIR-V words (each with its length), then a checksum of all of them.
-constexpr char kMagic[8] = {'M', '2', 'V', 'M', 'O', 'D', '0', '3'};
+// The checksum catches what the write-to-temp + rename cannot: a file damaged after it was written.
+// An entry: magic, variant bits (1: a cooperative-matrix build follows the portable module, 2: a native-bfloat16
+// build follows, in that order), per module the reflection JSON and the SPIR-V words (each with its length), then a
+// checksum of all of them.
+constexpr char kMagic[8] = {'M', '2', 'V', 'M', 'O', 'D', '0', '4'};
+constexpr uint64_t kHasCooperative = 1, kHasNativeBfloat16 = 2;
 constexpr size_t kChecksumChars = 64;
 
 std::string payloadChecksum(const std::vector<std::pair<std::string, const std::vector<uint32_t>*>>& parts) {
@@ -110,10 +110,11 @@ std::optional<CompiledModule> readEntry(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   char magic[8];
-  uint64_t count = 0;
+  uint64_t variants = 0;
   if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0) return std::nullopt;
-  if (!in.read(reinterpret_cast<char*>(&count), 8) || count < 1 || count > 2) return std::nullopt;
-  std::vector<CompiledModule> modules(count);
+  if (!in.read(reinterpret_cast<char*>(&variants), 8) || (variants & ~(kHasCooperative | kHasNativeBfloat16)))
+    return std::nullopt;
+  std::vector<CompiledModule> modules(1 + bool(variants & kHasCooperative) + bool(variants & kHasNativeBfloat16));
   std::vector<std::pair<std::string, const std::vector<uint32_t>*>> parts;
   for (CompiledModule& m : modules) {
     uint64_t jsonBytes = 0, words = 0;
@@ -132,7 +133,11 @@ std::optional<CompiledModule> readEntry(const fs::path& path) {
   if (!in.read(checksum.data(), std::streamsize(kChecksumChars))) return std::nullopt;
   if (in.peek() != std::char_traits<char>::eof()) return std::nullopt;
   if (checksum != payloadChecksum(parts)) return std::nullopt;
-  if (count == 2) modules[0].cooperative = std::make_shared<const CompiledModule>(std::move(modules[1]));
+  size_t next = 1;
+  if (variants & kHasCooperative)
+    modules[0].cooperative = std::make_shared<const CompiledModule>(std::move(modules[next++]));
+  if (variants & kHasNativeBfloat16)
+    modules[0].nativeBfloat16 = std::make_shared<const CompiledModule>(std::move(modules[next++]));
   return std::move(modules[0]);
 }
 
@@ -147,9 +152,10 @@ bool writeEntry(const fs::path& path, const CompiledModule& m) {
     if (!out) return false;
     std::vector<const CompiledModule*> modules{&m};
     if (m.cooperative) modules.push_back(m.cooperative.get());
-    uint64_t count = modules.size();
+    if (m.nativeBfloat16) modules.push_back(m.nativeBfloat16.get());
+    uint64_t variants = (m.cooperative ? kHasCooperative : 0) | (m.nativeBfloat16 ? kHasNativeBfloat16 : 0);
     out.write(kMagic, 8);
-    out.write(reinterpret_cast<const char*>(&count), 8);
+    out.write(reinterpret_cast<const char*>(&variants), 8);
     std::vector<std::pair<std::string, const std::vector<uint32_t>*>> parts;
     for (const CompiledModule* module : modules) {
       std::string json = toJson(module->reflection);

@@ -6,6 +6,7 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -96,6 +97,15 @@ struct PyLibKernel {
     if (!module.cooperative) return "";
     return onDevice().reflection().cooperativeMatrixMultiplies ? "cooperative_matrix" : "shuffle";
   }
+  // "native" when the kernel on the process's device narrows float -> bfloat on the bfloat16 type, "integer" when
+  // it narrows in integer arithmetic, "" when it has no native-bfloat16 build (no narrowing, nothing to choose).
+  std::string bfloatNarrowing() {
+    if (!module.nativeBfloat16) return "";
+    const KernelReflection& r = onDevice().reflection();
+    if (r.cooperativeMatrixMultiplies) return "integer";  // the cooperative build keeps its own bfloat handling
+    bool native = std::find(r.capabilities.begin(), r.capabilities.end(), "BFloat16TypeKHR") != r.capabilities.end();
+    return native ? "native" : "integer";
+  }
 };
 
 struct PyLibrary {
@@ -141,6 +151,23 @@ void bindLibrary(py::module_& m) {
           },
           "Reflection of the build whose simdgroup_matrix multiplies run on cooperative matrices (None: no such "
           "build).")
+      .def_property_readonly(
+          "native_bfloat16_spirv",
+          [](const PyLibKernel& k) -> py::object {
+            if (!k.module.nativeBfloat16) return py::none();
+            return spirvBytes(k.module.nativeBfloat16->spirv);
+          },
+          "SPIR-V of the build that narrows float to bfloat on VK_KHR_shader_bfloat16 (None: no such build).")
+      .def_property_readonly(
+          "native_bfloat16_reflection",
+          [](const PyLibKernel& k) -> py::object {
+            if (!k.module.nativeBfloat16) return py::none();
+            return reflectionDict(k.module.nativeBfloat16->reflection);
+          },
+          "Reflection of the native-bfloat16 build (None: no such build).")
+      .def_property_readonly("bfloat_narrowing", &PyLibKernel::bfloatNarrowing,
+                             "'native' or 'integer': how this kernel rounds float to bfloat on the process's device "
+                             "(M2V_NATIVE_BFLOAT16; '' when it has no native-bfloat16 build). Loads the kernel.")
       .def_property_readonly("simdgroup_matrix_path", &PyLibKernel::simdgroupMatrixPath,
                              "'cooperative_matrix' or 'shuffle': how this kernel multiplies simdgroup matrices on "
                              "the process's device ('' when it has no cooperative-matrix build). Loads the kernel.")

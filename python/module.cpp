@@ -370,6 +370,7 @@ PYBIND11_MODULE(_core, m) {
     d["max_subgroup_size"] = i.maxSubgroupSize;
     d["required_subgroup_size"] = i.requiredSubgroupSizeInCompute;  // a kernel can ask for 32-wide simdgroups
     d["cooperative_matrix_shapes"] = i.cooperativeMatrixShapes;
+    d["bfloat16_type"] = i.bfloat16Type;  // VK_KHR_shader_bfloat16's shaderBFloat16Type (native-bfloat16 builds)
     d["max_threads_per_threadgroup"] = i.maxWorkgroupInvocations;
     d["description"] = i.describe();
     d["timeout_ms"] = currentDevice().timeoutMs();

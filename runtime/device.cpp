@@ -27,7 +27,7 @@ struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
   VkBool32 cooperativeMatrixRobustBufferAccess;
 };
 #endif
-// VK_KHR_shader_bfloat16 (bfloat cooperative matrices), which our headers predate as well.
+// VK_KHR_shader_bfloat16 (the bfloat16 type, bfloat cooperative matrices), which our headers predate as well.
 static constexpr const char* kShaderBfloat16ExtensionName = "VK_KHR_shader_bfloat16";
 static constexpr VkStructureType kStructureTypeShaderBfloat16FeaturesKhr = VkStructureType(1000141000);
 struct ShaderBfloat16FeaturesKhr {
@@ -131,6 +131,11 @@ static std::string versionString(uint32_t v) {
 bool DeviceInfo::offersCooperativeMatrix(const std::string& shape) const {
   return cooperativeMatrix &&
          std::find(cooperativeMatrixShapes.begin(), cooperativeMatrixShapes.end(), shape) != cooperativeMatrixShapes.end();
+}
+
+bool DeviceInfo::runsNativeBfloat16() const {
+  const char* env = std::getenv("M2V_NATIVE_BFLOAT16");
+  return bfloat16Type && !(env && std::strcmp(env, "0") == 0);
 }
 
 std::string DeviceInfo::describe() const {
@@ -486,7 +491,9 @@ static void createLogicalDevice(DeviceState& state) {
     optionalChain = &coopMatrix;
     extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   }
-  if (has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && has(kShaderBfloat16ExtensionName)) {
+  // VK_KHR_shader_bfloat16 whenever offered: its type serves the native-bfloat16 builds, its cooperative matrices
+  // the cooperative builds.
+  if (has(kShaderBfloat16ExtensionName)) {
     bfloat16.pNext = optionalChain;
     optionalChain = &bfloat16;
     extensions.push_back(kShaderBfloat16ExtensionName);
@@ -549,6 +556,9 @@ static void createLogicalDevice(DeviceState& state) {
   coopMatrix.pNext = nullptr;
   bfloat16.pNext = nullptr;
   bfloat16.shaderBFloat16DotProduct = VK_FALSE;  // not used by any module
+  // (bfloat cooperative matrices need the cooperative-matrix feature enabled as well)
+  if (!(has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && coopMatrix.cooperativeMatrix))
+    bfloat16.shaderBFloat16CooperativeMatrix = VK_FALSE;
   void* enabledOptional = nullptr;
   if (has(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME)) {
     atomicFloat.pNext = enabledOptional;
@@ -562,7 +572,7 @@ static void createLogicalDevice(DeviceState& state) {
     coopMatrix.pNext = enabledOptional;
     enabledOptional = &coopMatrix;
   }
-  if (has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && has(kShaderBfloat16ExtensionName)) {
+  if (has(kShaderBfloat16ExtensionName)) {
     bfloat16.pNext = enabledOptional;
     enabledOptional = &bfloat16;
   }
@@ -590,6 +600,7 @@ static void createLogicalDevice(DeviceState& state) {
   if (info.cooperativeMatrix) info.cooperativeMatrixShapes = cooperativeMatrixShapes(state.instance.get(), pd);
   info.bfloat16CooperativeMatrix =
       info.cooperativeMatrix && bfloat16.shaderBFloat16Type && bfloat16.shaderBFloat16CooperativeMatrix;
+  info.bfloat16Type = has(kShaderBfloat16ExtensionName) && bfloat16.shaderBFloat16Type;
   info.requiredSubgroupSizeInCompute = info.requiredSubgroupSizeInCompute && v13.subgroupSizeControl;
 
   float priority = 1.0f;

@@ -141,7 +141,8 @@ bool capabilitySupported(const DeviceInfo& info, const std::string& cap) {
       cap == "AtomicFloat64MinMaxEXT")
     return info.atomicFloat2;
   if (cap == "CooperativeMatrixKHR") return info.cooperativeMatrix;
-  if (cap == "BFloat16TypeKHR" || cap == "BFloat16CooperativeMatrixKHR") return info.bfloat16CooperativeMatrix;
+  if (cap == "BFloat16TypeKHR") return info.bfloat16Type;
+  if (cap == "BFloat16CooperativeMatrixKHR") return info.bfloat16CooperativeMatrix;
   return true;  // core capabilities of Vulkan 1.3 compute, or ones the driver will check itself
 }
 

@@ -81,9 +81,12 @@ Id Builder::typeCooperativeMatrix(Id component, uint32_t rows, uint32_t columns,
 }
 Id Builder::typeBFloat16() {
   capability(khr::BFloat16TypeCapability);
-  capability(khr::BFloat16CooperativeMatrixCapability);
   extension("SPV_KHR_bfloat16");
   return typeOrConstant(spv::Op::OpTypeFloat, {16, khr::BFloat16Encoding});
+}
+Id Builder::typeBFloat16CooperativeMatrix() {
+  capability(khr::BFloat16CooperativeMatrixCapability);
+  return typeBFloat16();
 }
 Id Builder::typeArray(Id element, Id length, uint32_t stride) {
   if (!stride) return typeOrConstant(spv::Op::OpTypeArray, {element, length});

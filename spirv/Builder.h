@@ -54,7 +54,11 @@ class Builder {
   Id typeFunction(Id result, const std::vector<Id>& params);
   // A subgroup-scope cooperative matrix (declares the capability and extension).
   Id typeCooperativeMatrix(Id component, uint32_t rows, uint32_t columns, khr::MatrixUse use);
-  Id typeBFloat16();  // a cooperative-matrix component only: bfloat values elsewhere are 16-bit integers
+  // `OpTypeFloat 16 BFloat16KHR` (capability BFloat16TypeKHR, SPV_KHR_bfloat16). bfloat values are 16-bit integers
+  // in every module; this type appears only as a cooperative-matrix component (which adds its own capability,
+  // typeBFloat16CooperativeMatrix) and as the result of a native narrowing (EmitOptions::nativeBfloat16).
+  Id typeBFloat16();
+  Id typeBFloat16CooperativeMatrix();   // typeBFloat16 plus capability BFloat16CooperativeMatrixKHR
   unsigned scalarWidth(Id type) const;  // 0 for non-numeric scalar types
 
   // --- constants (deduplicated)

@@ -73,7 +73,7 @@ Id Emitter::accumulatorPairs(Id d, llvm::Type* t, std::initializer_list<uint32_t
 //   C: (row g, columns 0..7), (row g, columns 8..15), (row g + 8, columns 0..7), (row g + 8, columns 8..15)
 Id Emitter::emitMultiplyOnBFloat16x16x16(const llvm::CallInst& call, bool twoKSteps, bool twoColumnBlocks) {
   noteCooperativeShape("16x16x16 bf16*bf16+f32");
-  Id bf = b_.typeBFloat16();
+  Id bf = b_.typeBFloat16CooperativeMatrix();
   using U = khr::MatrixUse;
   Id a, bm, c;
   if (!twoKSteps) {  // a top, a bottom, b, c top, c bottom

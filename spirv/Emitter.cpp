@@ -106,7 +106,12 @@ Id Emitter::glsl(Id type, uint32_t inst, const std::vector<Id>& args) {
   return b_.op(Op::OpExtInst, type, ops);
 }
 
-// bfloat <-> float: bfloat is the top half of a float. The narrowing rounds to nearest even, keeping NaNs quiet.
+// bfloat <-> float: bfloat is the top half of a float, so widening is a shift. Narrowing rounds to nearest even and
+// keeps NaNs NaN (quiet): with EmitOptions::nativeBfloat16 one OpFConvert to the bfloat16 type (SPV_KHR_bfloat16),
+// bitcast to the 16-bit integers bfloat values are everywhere else; otherwise an integer sequence. The Vulkan
+// specification leaves the rounding of a narrowing OpFConvert to the implementation ("fundamentals-fp-conversion":
+// a value between two representable values becomes one or the other); python/tests/test_native_bfloat16.py checks
+// on a device that the native build rounds to nearest even, bit for bit like the integer sequence.
 Id Emitter::bfloatToFloat(Id v, llvm::Type* bfType) {
   llvm::Type* i32 = withElement(bfType, llvm::Type::getInt32Ty(module_.getContext()));
   llvm::Type* f = withElement(bfType, llvm::Type::getFloatTy(module_.getContext()));
@@ -116,6 +121,13 @@ Id Emitter::bfloatToFloat(Id v, llvm::Type* bfType) {
 }
 
 Id Emitter::floatToBfloat(Id v, llvm::Type* bfType) {
+  stats_.bfloatNarrowings += 1;
+  if (options_.nativeBfloat16) {
+    Id bf = b_.typeBFloat16();
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(bfType); vt && vt->getNumElements() > 1)
+      bf = b_.typeVector(bf, vt->getNumElements());
+    return b_.op(Op::OpBitcast, typeOf(bfType), {b_.op(Op::OpFConvert, bf, {v})});
+  }
   llvm::LLVMContext& ctx = module_.getContext();
   llvm::Type* i32 = withElement(bfType, llvm::Type::getInt32Ty(ctx));
   llvm::Type* i1 = withElement(bfType, llvm::Type::getInt1Ty(ctx));
@@ -1481,9 +1493,11 @@ std::vector<uint32_t> Emitter::run() {
 }
 
 std::vector<uint32_t> emitModule(llvm::Module& m, KernelReflection& reflection, const frontend::SourceMap& sources,
-                                 Diagnostics& diags) {
-  Emitter e(m, reflection, sources, diags);
-  return e.run();
+                                 Diagnostics& diags, const EmitOptions& options, EmitStats* stats) {
+  Emitter e(m, reflection, sources, diags, options);
+  std::vector<uint32_t> words = e.run();
+  if (stats) *stats = e.stats();
+  return words;
 }
 
 }  // namespace m2v::spirv

@@ -12,10 +12,22 @@ class Module;
 
 namespace m2v::spirv {
 
+struct EmitOptions {
+  // Narrow float to bfloat with OpFConvert to `OpTypeFloat 16 BFloat16KHR` (VK_KHR_shader_bfloat16's
+  // shaderBFloat16Type) instead of the integer round-to-nearest-even sequence core Vulkan needs.
+  bool nativeBfloat16 = false;
+};
+
+// What an emission saw, for the driver to choose variants.
+struct EmitStats {
+  unsigned bfloatNarrowings = 0;  // float -> bfloat conversions emitted
+};
+
 // Emits the module's `main` as the entry point. Fills the capability, extension, threadgroup-memory and
-// subgroup-size parts of `reflection`. Returns an empty vector after reporting to `diags`.
+// subgroup-size parts of `reflection`. Returns an empty vector after reporting to `diags`. Reads `m` without
+// changing it, so one lowered module may be emitted several times (with different options).
 std::vector<uint32_t> emitModule(llvm::Module& m, KernelReflection& reflection, const frontend::SourceMap& sources,
-                                 Diagnostics& diags);
+                                 Diagnostics& diags, const EmitOptions& options = {}, EmitStats* stats = nullptr);
 
 // Runs SPIRV-Tools' validator (target vulkan1.3). Returns the validator's message, or "" when the module is valid.
 std::string validateModule(const std::vector<uint32_t>& words);

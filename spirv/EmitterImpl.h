@@ -38,8 +38,10 @@ struct LogicalVariable {
 
 class Emitter {
  public:
-  Emitter(llvm::Module& m, KernelReflection& r, const frontend::SourceMap& s, Diagnostics& d)
-      : module_(m), dl_(m.getDataLayout()), reflection_(r), sources_(s), diags_(d) {}
+  Emitter(llvm::Module& m, KernelReflection& r, const frontend::SourceMap& s, Diagnostics& d, const EmitOptions& o)
+      : module_(m), dl_(m.getDataLayout()), reflection_(r), sources_(s), diags_(d), options_(o) {}
+
+  const EmitStats& stats() const { return stats_; }
 
   std::vector<uint32_t> run();
 
@@ -117,6 +119,8 @@ class Emitter {
   KernelReflection& reflection_;
   const frontend::SourceMap& sources_;
   Diagnostics& diags_;
+  const EmitOptions options_;
+  EmitStats stats_;
   Builder b_;
   llvm::DenseMap<const llvm::Value*, Id> ids_;
   llvm::DenseMap<const llvm::Value*, bool> defined_;

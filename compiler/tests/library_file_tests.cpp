@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Two kernels: a plain one, and one whose half-precision simdgroup_matrix multiply also gets a cooperative build.
+// Three kernels: a plain one, one whose half-precision simdgroup_matrix multiply also gets a cooperative build, and
+// one that narrows float to bfloat and so also gets a native-bfloat16 build.
 const char kSource[] = R"(
 #include <metal_stdlib>
 using namespace metal;
@@ -30,6 +31,11 @@ kernel void tile_square(const device half* a [[buffer(0)]], device float* c [[bu
   simdgroup_load(m, a, 8);
   simdgroup_multiply(r, m, m);
   simdgroup_store(r, c, 8);
+}
+
+kernel void narrow_to_bfloat(const device float* in [[buffer(0)]], device bfloat* out [[buffer(1)]],
+                             uint i [[thread_position_in_grid]]) {
+  out[i] = bfloat(in[i] * 2.0f);
 }
 )";
 
@@ -81,12 +87,12 @@ void expectSameModule(const m2v::CompiledModule& a, const m2v::CompiledModule& b
 
 TEST_F(LibraryFileTest, RoundTripKeepsEveryModule) {
   const auto& original = kernels();
-  ASSERT_EQ(original.size(), 2u);
-  const std::string file = path("two.air");
+  ASSERT_EQ(original.size(), 3u);
+  const std::string file = path("three.air");
   m2v::writeLibraryFile(file, original);
   std::vector<m2v::CompiledKernel> read = m2v::readLibraryFile(file);
   ASSERT_EQ(read.size(), original.size());
-  bool sawCooperative = false;
+  bool sawCooperative = false, sawNative = false;
   for (size_t i = 0; i < read.size(); ++i) {
     expectSameModule(read[i], original[i]);
     ASSERT_EQ(bool(read[i].cooperative), bool(original[i].cooperative)) << read[i].reflection.entry;
@@ -94,8 +100,15 @@ TEST_F(LibraryFileTest, RoundTripKeepsEveryModule) {
       expectSameModule(*read[i].cooperative, *original[i].cooperative);
       sawCooperative = true;
     }
+    ASSERT_EQ(bool(read[i].nativeBfloat16), bool(original[i].nativeBfloat16)) << read[i].reflection.entry;
+    if (read[i].nativeBfloat16) {
+      expectSameModule(*read[i].nativeBfloat16, *original[i].nativeBfloat16);
+      EXPECT_EQ(read[i].reflection.entry, "narrow_to_bfloat");
+      sawNative = true;
+    }
   }
   EXPECT_TRUE(sawCooperative) << "tile_square should carry a cooperative-matrix build";
+  EXPECT_TRUE(sawNative) << "narrow_to_bfloat should carry a native-bfloat16 build";
 }
 
 TEST_F(LibraryFileTest, EmptyLibraryRoundTrips) {
@@ -166,12 +179,18 @@ TEST_F(LibraryFileTest, OtherCompilerVersionIsRefused) {
   body.append(reinterpret_cast<const char*>(&zero), 8);
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : body) h = (h ^ c) * 0x100000001b3ull;
-  std::string bytes = "M2VLIB01" + body;
+  std::string bytes = "M2VLIB02" + body;
   bytes.append(reinterpret_cast<const char*>(&h), 8);
   const std::string file = path("old.metallib");
   writeBytes(file, bytes);
   std::string error = readError(file);
   EXPECT_NE(error.find("metal2vk-0.0.0-abi0"), std::string::npos) << error;
+  EXPECT_NE(error.find("rebuild"), std::string::npos) << error;
+  // The same file in the first format (module counts where variant bits are now): refused as another format.
+  bytes.replace(0, 8, "M2VLIB01");
+  writeBytes(file, bytes);
+  error = readError(file);
+  EXPECT_NE(error.find("another format version"), std::string::npos) << error;
   EXPECT_NE(error.find("rebuild"), std::string::npos) << error;
 }
 

@@ -111,6 +111,8 @@ struct CompiledEntry {
   KernelReflection reflection;
   // The cooperative-matrix build (docs/SIMDGROUP_MATRIX.md); `m2v sweep` only (module files hold the portable one).
   std::shared_ptr<const CompiledModule> cooperative;
+  // The native-bfloat16 build (CompiledModule::nativeBfloat16); `m2v sweep` only, like the cooperative one.
+  std::shared_ptr<const CompiledModule> nativeBfloat16;
 };
 // Makes the kernel a case runs; null: Device::createKernel on the portable module.
 using KernelFn = std::function<Kernel(Device&, const CompiledEntry&)>;

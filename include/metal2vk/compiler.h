@@ -29,6 +29,9 @@ struct CompileOptions {
   // Also build each kernel that multiplies simdgroup matrices with its multiplies on cooperative matrices
   // (CompiledModule::cooperative); the runtime chooses per device (docs/SIMDGROUP_MATRIX.md).
   bool cooperativeMatrix = true;
+  // Also build each kernel whose portable build narrows float to bfloat with those narrowings on
+  // VK_KHR_shader_bfloat16 conversions (CompiledModule::nativeBfloat16); the runtime chooses per device.
+  bool nativeBfloat16 = true;
 };
 
 // One SPIR-V module of a kernel and its reflection.
@@ -39,9 +42,15 @@ struct CompiledModule {
   // VK_KHR_cooperative_matrix; null when it has none. Needs a device whose matrix layouts the runtime has verified.
   std::shared_ptr<const CompiledModule> cooperative;
   std::string loweredIR;  // with CompileOptions::keepLoweredIR
+  // The portable module emitted again with its float -> bfloat narrowings as OpFConvert to SPV_KHR_bfloat16's
+  // bfloat16 type (one conversion instead of an integer rounding sequence); the same reflection but for the
+  // capability BFloat16TypeKHR and extension SPV_KHR_bfloat16. Null when the kernel narrows to bfloat nowhere.
+  // Needs VK_KHR_shader_bfloat16's shaderBFloat16Type (DeviceInfo::bfloat16Type; selection: M2V_NATIVE_BFLOAT16).
+  std::shared_ptr<const CompiledModule> nativeBfloat16;
 };
 
-// A compiled kernel entry point: its portable module, with its cooperative-matrix build where it has one.
+// A compiled kernel entry point: its portable module, with its cooperative-matrix and native-bfloat16 builds where
+// it has them.
 using CompiledKernel = CompiledModule;
 
 struct CompileResult {

@@ -3,9 +3,11 @@
 // the Metal API's newLibrary(URL) reads it.
 //
 // Layout (little-endian):
-//   "M2VLIB01" | u64 length, compilerVersion() of the writer | u64 kernel count | kernel records | u64 checksum
-// A kernel record is u64 module count (1, or 2 with the cooperative-matrix build), then per module u64 JSON bytes,
-// the reflection JSON, u64 SPIR-V word count and the words. The checksum (64-bit FNV-1a of everything between the
+//   "M2VLIB02" | u64 length, compilerVersion() of the writer | u64 kernel count | kernel records | u64 checksum
+// A kernel record is u64 variant bits (1: a cooperative-matrix build follows, 2: a native-bfloat16 build follows),
+// then the portable module and the variants in that order, each as u64 JSON bytes, the reflection JSON, u64 SPIR-V
+// word count and the words. ("M2VLIB01" records had a module count, 1 or 2, instead: such files are refused with
+// a request to rebuild.) The checksum (64-bit FNV-1a of everything between the
 // magic and the checksum) catches a file damaged after it was written.
 #pragma once
 

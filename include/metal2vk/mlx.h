@@ -181,7 +181,9 @@ uint64_t deviceGeneration();
 // device runs cooperative matrices of every element type the build multiplies (f16, bf16: the shapes, and a probe
 // kernel confirmed the lane layout) and M2V_SIMDGROUP_MATRIX (auto, shuffle or cooperative) allows; the portable
 // build otherwise. With M2V_SIMDGROUP_MATRIX=cooperative a kernel that has a cooperative build and cannot use it
-// throws UnsupportedError. docs/SIMDGROUP_MATRIX.md.
+// throws UnsupportedError. docs/SIMDGROUP_MATRIX.md. The portable build is the native-bfloat16 one
+// (CompiledModule::nativeBfloat16) where the module has it and DeviceInfo::runsNativeBfloat16() (the device has
+// shaderBFloat16Type; M2V_NATIVE_BFLOAT16=0 turns it off).
 Kernel createKernelFor(Device& device, const CompiledModule& module);
 // Why `device` does not run cooperative-matrix builds of `element` ("f16" or "bf16") multiplies; empty when it does.
 // Probes once per device and element type.

@@ -26,9 +26,17 @@ for e in $entries; do
     echo "FAIL: $out/$e.json does not name entry $e"; status=1
   fi
 done
-# no module beyond the expected ones (a kernel's cooperative-matrix build, NAME.cooperative.spv, is one of its own)
+# no module beyond the expected ones (a kernel's cooperative-matrix and native-bfloat16 builds, NAME.cooperative.spv
+# and NAME.native-bfloat16.spv, are its own)
 n_expected=$(echo $entries | wc -w)
-n_found=$(ls "$out"/*.spv 2>/dev/null | grep -vc '\.cooperative\.spv$')
+n_found=$(ls "$out"/*.spv 2>/dev/null | grep -Evc '\.(cooperative|native-bfloat16)\.spv$')
+for native in "$out"/*.native-bfloat16.spv; do
+  [ -e "$native" ] || continue
+  if [ "$(head -c 4 "$native" | od -An -tx4 | tr -d ' ')" != "07230203" ]; then
+    echo "FAIL: $native does not start with the SPIR-V magic number"; status=1
+  fi
+  if [ ! -s "${native%.spv}.json" ]; then echo "FAIL: ${native%.spv}.json missing"; status=1; fi
+done
 if [ "$n_found" -ne "$n_expected" ]; then echo "FAIL: $n_found modules written, expected $n_expected ($entries)"; status=1; fi
 [ $status -eq 0 ] && echo "OK: $entries"
 exit $status

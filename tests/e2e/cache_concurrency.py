@@ -42,15 +42,17 @@ def reference(k):
 
 
 def check_module_entry(path):
-    """The .m2vmod layout (mlx/ModuleCache.cpp): magic, u64 module count (1, or 2 with the cooperative-matrix build),
-    per module a u64 JSON size, the JSON, a u64 word count and the SPIR-V words, then a 64-char SHA-256, EOF. (The
-    checksum itself is the reader's to verify; the torn-entry phase below tests that it does.)"""
+    """The .m2vmod layout (mlx/ModuleCache.cpp): magic, u64 variant bits (1: a cooperative-matrix build follows the
+    portable module, 2: a native-bfloat16 build follows), per module a u64 JSON size, the JSON, a u64 word count and
+    the SPIR-V words, then a 64-char SHA-256, EOF. (The checksum itself is the reader's to verify; the torn-entry phase
+    below tests that it does.)"""
     data = open(path, "rb").read()
-    if len(data) < 16 or data[:8] != b"M2VMOD03":
+    if len(data) < 16 or data[:8] != b"M2VMOD04":
         return f"bad magic {data[:8]!r}"
-    (count,) = struct.unpack_from("<Q", data, 8)
-    if count not in (1, 2):
-        return f"module count {count}"
+    (variants,) = struct.unpack_from("<Q", data, 8)
+    if variants & ~3:
+        return f"variant bits {variants}"
+    count = 1 + bin(variants).count("1")
     at = 16
     for _ in range(count):
         if at + 8 > len(data):

@@ -44,11 +44,15 @@ std::string moduleFileStem(const std::string& entry) {
 
 extern const char kCompileUsage[] =
     R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [-j N] [--json] [--asm] [--ir]
-      [--no-cooperative-matrix] [-x metal] [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-fsyntax-only] [-ferror-limit=N] [-W...] [-c]
+      [--asm-variants] [--no-cooperative-matrix] [--no-native-bfloat16]
+      [-x metal] [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-fsyntax-only] [-ferror-limit=N] [-W...] [-c]
     Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json), -j N entry
     points at a time (default: one per core). A kernel that multiplies half or bfloat simdgroup matrices also gets
     NAME.cooperative.spv/.json, its build on cooperative matrices (docs/SIMDGROUP_MATRIX.md), unless
-    --no-cooperative-matrix. The second line's flags are those of Apple's `metal` compiler (as
+    --no-cooperative-matrix; a kernel that narrows float to bfloat also gets NAME.native-bfloat16.spv/.json, its
+    build with those narrowings on VK_KHR_shader_bfloat16 (docs/BFLOAT16.md), unless --no-native-bfloat16.
+    --asm-variants: --asm prints those builds too, each after a line "; cooperative-matrix build" or
+    "; native-bfloat16 build". The third line's flags are those of Apple's `metal` compiler (as
     MLX's build passes them): language version, fast math, diagnostics only, error limit, warnings; -x metal and
     -c change nothing.
 )";
@@ -56,7 +60,7 @@ extern const char kCompileUsage[] =
 int compileCommand(const Args& args) {
   CompileOptions options;
   std::string input, outDir;
-  bool json = false, assembly = false;
+  bool json = false, assembly = false, variants = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const char* flag) -> const std::string* {
@@ -92,6 +96,10 @@ int compileCommand(const Args& args) {
       options.metalVersion = *version;
     } else if (a == "--no-cooperative-matrix") {
       options.cooperativeMatrix = false;
+    } else if (a == "--no-native-bfloat16") {
+      options.nativeBfloat16 = false;
+    } else if (a == "--asm-variants") {
+      variants = true;
     } else if (a == "-ffast-math" || a == "-fno-fast-math") {
       options.fastMath = a == "-ffast-math";
     } else if (a == "-fsyntax-only") {
@@ -143,7 +151,13 @@ int compileCommand(const Args& args) {
       std::cout << k.loweredIR;
       if (k.cooperative) std::cout << "; cooperative-matrix build\n" << k.cooperative->loweredIR;
     }
-    if (assembly) std::cout << spirv::disassembleModule(k.spirv);
+    if (assembly) {
+      std::cout << spirv::disassembleModule(k.spirv);
+      if (variants && k.cooperative)
+        std::cout << "; cooperative-matrix build\n" << spirv::disassembleModule(k.cooperative->spirv);
+      if (variants && k.nativeBfloat16)
+        std::cout << "; native-bfloat16 build\n" << spirv::disassembleModule(k.nativeBfloat16->spirv);
+    }
     if (!writeFiles) continue;
     std::string base = outDir + "/" + moduleFileStem(k.reflection.entry);
     std::ofstream spv(base + ".spv", std::ios::binary);
@@ -158,6 +172,16 @@ int compileCommand(const Args& args) {
       const std::vector<uint32_t>& w = k.cooperative->spirv;
       cspv.write(reinterpret_cast<const char*>(w.data()), static_cast<std::streamsize>(w.size() * 4));
       std::ofstream(base + ".cooperative.json") << toJson(k.cooperative->reflection) << "\n";
+    }
+    if (k.nativeBfloat16) {  // the build with float -> bfloat narrowings on the bfloat16 type
+      std::ofstream nspv(base + ".native-bfloat16.spv", std::ios::binary);
+      const std::vector<uint32_t>& w = k.nativeBfloat16->spirv;
+      nspv.write(reinterpret_cast<const char*>(w.data()), static_cast<std::streamsize>(w.size() * 4));
+      std::ofstream(base + ".native-bfloat16.json") << toJson(k.nativeBfloat16->reflection) << "\n";
+      if (!nspv) {
+        std::cerr << "m2v compile: cannot write " << base << ".native-bfloat16.spv\n";
+        return 1;
+      }
     }
   }
   return static_cast<int>(result.status);

@@ -341,6 +341,11 @@ int runCommand(const Args& args) {
         std::cerr << "m2v run: simdgroup_matrix multiplies on "
                   << (kernel.reflection().cooperativeMatrixMultiplies ? "cooperative matrices" : "subgroup shuffles")
                   << "\n";
+      if (compiled->nativeBfloat16)
+        std::cerr << "m2v run: float -> bfloat narrowing "
+                  << (device.info().runsNativeBfloat16() ? "on the bfloat16 type (native-bfloat16 build)"
+                                                         : "in integer arithmetic (portable build)")
+                  << "\n";
     } catch (const UnsupportedError& e) {
       std::cerr << "m2v run: refused: " << e.what() << "\n";
       return static_cast<int>(Status::Unsupported);

@@ -87,6 +87,7 @@ corpus::Modules compileAll(const std::vector<corpus::Case>& cases, int jobs, boo
         e.reflection = std::move(k.reflection);
         e.spirv = std::move(k.spirv);
         e.cooperative = std::move(k.cooperative);
+        e.nativeBfloat16 = std::move(k.nativeBfloat16);
         out[e.reflection.entry] = std::move(e);
       }
       bool frontendOk = !r.kernels.empty();
@@ -135,9 +136,12 @@ extern const char kSweepUsage[] =
 )";
 
 int sweepCommand(const Args& args) {
-  // Kernels with a cooperative-matrix build run it where the device can (M2V_SIMDGROUP_MATRIX chooses).
+  // Kernels with a cooperative-matrix or native-bfloat16 build run it where the device can (M2V_SIMDGROUP_MATRIX,
+  // M2V_NATIVE_BFLOAT16 choose).
   auto makeKernel = [](Device& device, const CompiledEntry& e) {
-    return mlx::createKernelFor(device, CompiledModule{e.reflection, e.spirv, e.cooperative, {}});
+    CompiledModule m{e.reflection, e.spirv, e.cooperative, {}};
+    m.nativeBfloat16 = e.nativeBfloat16;
+    return mlx::createKernelFor(device, m);
   };
   return corpus::sweepMain("m2v sweep", args, compileAll, makeKernel);
 }

@@ -54,7 +54,7 @@ grep -q "outer.h" "$dir/err" || fail "missing header not named: $(cat "$dir/err"
 "$m2v" metal "$dir/a.air" "$dir/b.air" -o "$dir/all.metallib" || fail "metal link"
 "$m2v" metallib "$dir/a.air" "$dir/b.air" -o "$dir/all2.metallib" || fail "metallib"
 cmp -s "$dir/all.metallib" "$dir/all2.metallib" || fail "metal and metallib merge differently"
-[ "$(head -c 8 "$dir/all.metallib")" = "M2VLIB01" ] || fail "not a library file"
+[ "$(head -c 8 "$dir/all.metallib")" = "M2VLIB02" ] || fail "not a library file"
 for entry in twice fill_float fill_int other; do
   grep -q "\"$entry\"" "$dir/all.metallib" || fail "entry $entry missing from the merged library"
 done
