@@ -134,8 +134,9 @@ bool DeviceInfo::offersCooperativeMatrix(const std::string& shape) const {
 }
 
 bool DeviceInfo::runsNativeBfloat16() const {
+  // Opt-in (docs/BFLOAT16.md): the H200's conversion truncates, Metal's bfloat rounds to nearest even.
   const char* env = std::getenv("M2V_NATIVE_BFLOAT16");
-  return bfloat16Type && !(env && std::strcmp(env, "0") == 0);
+  return bfloat16Type && env && std::strcmp(env, "1") == 0;
 }
 
 std::string DeviceInfo::describe() const {

@@ -49,7 +49,9 @@ class LibraryFileTest : public ::testing::Test {
 
   static const std::vector<m2v::CompiledKernel>& kernels() {
     static const std::vector<m2v::CompiledKernel> k = [] {
-      m2v::CompileResult r = m2v::compileSource(kSource, "library_file_test.metal");
+      m2v::CompileOptions options;
+      options.nativeBfloat16 = true;  // so that the file holds that variant too
+      m2v::CompileResult r = m2v::compileSource(kSource, "library_file_test.metal", options);
       EXPECT_EQ(r.status, m2v::Status::Ok) << r.diagnostics.format();
       return r.kernels;
     }();

@@ -30,9 +30,14 @@ struct CompileOptions {
   // (CompiledModule::cooperative); the runtime chooses per device (docs/SIMDGROUP_MATRIX.md).
   bool cooperativeMatrix = true;
   // Also build each kernel whose portable build narrows float to bfloat with those narrowings on
-  // VK_KHR_shader_bfloat16 conversions (CompiledModule::nativeBfloat16); the runtime chooses per device.
-  bool nativeBfloat16 = true;
+  // VK_KHR_shader_bfloat16 conversions (CompiledModule::nativeBfloat16). Off unless asked for, here or by
+  // M2V_NATIVE_BFLOAT16=1 (nativeBfloat16Requested): on the H200 that conversion truncates where Metal's bfloat
+  // rounds to nearest even (docs/BFLOAT16.md).
+  bool nativeBfloat16 = false;
 };
+
+// M2V_NATIVE_BFLOAT16=1: compile native-bfloat16 builds and run them where the device has the bfloat16 type.
+bool nativeBfloat16Requested();
 
 // One SPIR-V module of a kernel and its reflection.
 struct CompiledModule {

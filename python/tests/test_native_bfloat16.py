@@ -1,12 +1,13 @@
 """float -> bfloat narrowing on both builds: the portable one (an integer round-to-nearest-even sequence) and the
 native-bfloat16 one (OpFConvert to VK_KHR_shader_bfloat16's bfloat16 type; docs/BFLOAT16.md).
 
-Each kernel runs once with M2V_NATIVE_BFLOAT16=0 (the portable build) and once with the default (the native build
-where the device has shaderBFloat16Type). Both must give the bits of numpy's round-to-nearest-even narrowing of the
-same float values, and so each other's, except that a NaN may come back as any quiet NaN. The Vulkan specification
-leaves the rounding of a narrowing OpFConvert to the implementation: this test is what says a device's rounding is
-the one Metal's bfloat has. Devices without shaderBFloat16Type (lavapipe) run the portable half only; the native
-half is skipped there, saying so."""
+Each kernel runs with the default (the portable build) and, where M2V_NATIVE_BFLOAT16=1 asks for it, once more with
+the native build (compiled and run where the device has shaderBFloat16Type). Both must give the bits of numpy's
+round-to-nearest-even narrowing of the same float values, and so each other's, except that a NaN may come back as any
+quiet NaN. The Vulkan specification leaves the rounding of a narrowing OpFConvert to the implementation: this test
+is what says a device's rounding is the one Metal's bfloat has. On the H200 (driver 580.159.04) it is not: the
+conversion truncates (docs/BFLOAT16.md), which is why the native build is opt-in. The native half is skipped, saying
+why, unless M2V_NATIVE_BFLOAT16=1 and the device has the type."""
 
 import os
 
@@ -119,18 +120,25 @@ def source_path(tmp_path_factory):
     return str(path)
 
 
+OPTED_IN = os.environ.get("M2V_NATIVE_BFLOAT16") == "1"
+
+
 @pytest.fixture(params=["integer", "native"])
 def build(request):
-    """Runs a test once per narrowing: M2V_NATIVE_BFLOAT16=0 (the portable build) and unset (the native build where
-    the device has the bfloat16 type; skipped elsewhere). Read when a kernel is loaded; restored afterwards."""
+    """Runs a test once per narrowing: M2V_NATIVE_BFLOAT16 unset (the portable build) and =1 (the native build; only
+    when the run asked for it with M2V_NATIVE_BFLOAT16=1 and the device has the bfloat16 type). Read when a kernel is
+    compiled and loaded; restored afterwards."""
+    if request.param == "native" and not OPTED_IN:
+        pytest.skip("the native-bfloat16 build is opt-in (M2V_NATIVE_BFLOAT16=1): on the H200 its conversion "
+                    "truncates (docs/BFLOAT16.md)")
     if request.param == "native" and not m2v.device_info().get("bfloat16_type"):
         pytest.skip(m2v.device_info()["name"] + " has no VK_KHR_shader_bfloat16 shaderBFloat16Type: the native-"
                     "bfloat16 build cannot run here (its portable build runs instead, tested by the 'integer' case)")
     old = os.environ.get("M2V_NATIVE_BFLOAT16")
     if request.param == "integer":
-        os.environ["M2V_NATIVE_BFLOAT16"] = "0"
-    else:
         os.environ.pop("M2V_NATIVE_BFLOAT16", None)
+    else:
+        os.environ["M2V_NATIVE_BFLOAT16"] = "1"
     yield request.param
     if old is None:
         os.environ.pop("M2V_NATIVE_BFLOAT16", None)
@@ -141,8 +149,11 @@ def build(request):
 def kernel_for(source_path, name, build):
     # a library of its own per test: the build is chosen when its kernel is first loaded
     k = m2v.compile_library(source_path, entries=[name])[name]
-    assert k.native_bfloat16_spirv is not None, name + " narrows to bfloat: it should have a native-bfloat16 build"
-    assert k.bfloat_narrowing == build
+    if build == "native":
+        assert k.native_bfloat16_spirv is not None, name + " narrows to bfloat: it should have a native-bfloat16 build"
+    else:
+        assert k.native_bfloat16_spirv is None, "the native-bfloat16 build is compiled only when asked for"
+    assert k.bfloat_narrowing == ("native" if build == "native" else "")
     return k
 
 
@@ -200,8 +211,21 @@ def test_bfloat_product(source_path, build):
         assert_same_bits(got, rne_bits(fa * fb), f"bfloat4 * bfloat4 ({build})")
 
 
+def opted_in_compile(source_path, name):
+    """`name` compiled with M2V_NATIVE_BFLOAT16=1 (so with its native-bfloat16 build); the variable restored."""
+    old = os.environ.get("M2V_NATIVE_BFLOAT16")
+    os.environ["M2V_NATIVE_BFLOAT16"] = "1"
+    try:
+        return m2v.compile_library(source_path, entries=[name])[name]
+    finally:
+        if old is None:
+            os.environ.pop("M2V_NATIVE_BFLOAT16", None)
+        else:
+            os.environ["M2V_NATIVE_BFLOAT16"] = old
+
+
 def test_builds_differ_only_in_narrowing(source_path):
-    k = m2v.compile_library(source_path, entries=["narrow1"])["narrow1"]
+    k = opted_in_compile(source_path, "narrow1")
     portable, native = k.reflection, k.native_bfloat16_reflection
     assert "BFloat16TypeKHR" in native["capabilities"] and "SPV_KHR_bfloat16" in native["extensions"]
     assert "BFloat16TypeKHR" not in portable["capabilities"]
@@ -213,14 +237,17 @@ def test_builds_differ_only_in_narrowing(source_path):
 
 def test_device_without_bfloat16_type_runs_portable_build(source_path):
     if m2v.device_info().get("bfloat16_type"):
-        pytest.skip(m2v.device_info()["name"] + " has shaderBFloat16Type: the default is the native build")
-    old = os.environ.pop("M2V_NATIVE_BFLOAT16", None)
+        pytest.skip(m2v.device_info()["name"] + " has shaderBFloat16Type: asked for, its native build runs there")
+    k = opted_in_compile(source_path, "narrow1")
+    old = os.environ.get("M2V_NATIVE_BFLOAT16")
+    os.environ["M2V_NATIVE_BFLOAT16"] = "1"
     try:
-        k = m2v.compile_library(source_path, entries=["narrow1"])["narrow1"]
-        assert k.bfloat_narrowing == "integer"
+        assert k.native_bfloat16_spirv is not None and k.bfloat_narrowing == "integer"
         x = padded(VALUES, THREADS)
         (got,) = run(k, [x], [(np.uint16, len(x))], len(x))
-        assert_same_bits(got, rne_bits(x), "narrow1 (default build on a device without the bfloat16 type)")
+        assert_same_bits(got, rne_bits(x), "narrow1 (asked for the native build on a device without the type)")
     finally:
-        if old is not None:
+        if old is None:
+            os.environ.pop("M2V_NATIVE_BFLOAT16", None)
+        else:
             os.environ["M2V_NATIVE_BFLOAT16"] = old

@@ -30,9 +30,9 @@ double bestOf(int runs, const std::string& source, const std::string& name, cons
 }  // namespace
 
 extern const char kBenchUsage[] =
-    R"(bench compile FILE.metal... [--runs N] [-I DIR]... [-D NAME[=VALUE]]... [-j N] [--no-native-bfloat16]
+    R"(bench compile FILE.metal... [--runs N] [-I DIR]... [-D NAME[=VALUE]]... [-j N] [--native-bfloat16]
     Compile time per kernel file, in process, best of N runs (default 5), as a Markdown table with entry points
-    per second. --no-native-bfloat16: without the native-bfloat16 builds (docs/BFLOAT16.md), to see their cost.
+    per second. --native-bfloat16: with the native-bfloat16 builds (docs/BFLOAT16.md), to see their cost.
 )";
 
 int benchCommand(const Args& args) {
@@ -50,8 +50,8 @@ int benchCommand(const Args& args) {
       options.includeDirs.push_back(args[++i]);
     } else if (a == "-j" && hasValue) {
       options.jobs = static_cast<unsigned>(std::max(0, std::atoi(args[++i].c_str())));
-    } else if (a == "--no-native-bfloat16") {
-      options.nativeBfloat16 = false;
+    } else if (a == "--native-bfloat16") {
+      options.nativeBfloat16 = true;
     } else if (a == "-D" && hasValue) {
       const std::string& d = args[++i];
       size_t eq = d.find('=');

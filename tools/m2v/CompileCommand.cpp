@@ -44,13 +44,13 @@ std::string moduleFileStem(const std::string& entry) {
 
 extern const char kCompileUsage[] =
     R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [-j N] [--json] [--asm] [--ir]
-      [--asm-variants] [--no-cooperative-matrix] [--no-native-bfloat16]
+      [--asm-variants] [--no-cooperative-matrix] [--native-bfloat16]
       [-x metal] [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-fsyntax-only] [-ferror-limit=N] [-W...] [-c]
     Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json), -j N entry
     points at a time (default: one per core). A kernel that multiplies half or bfloat simdgroup matrices also gets
     NAME.cooperative.spv/.json, its build on cooperative matrices (docs/SIMDGROUP_MATRIX.md), unless
-    --no-cooperative-matrix; a kernel that narrows float to bfloat also gets NAME.native-bfloat16.spv/.json, its
-    build with those narrowings on VK_KHR_shader_bfloat16 (docs/BFLOAT16.md), unless --no-native-bfloat16.
+    --no-cooperative-matrix; with --native-bfloat16 (or M2V_NATIVE_BFLOAT16=1) a kernel that narrows float to bfloat
+    also gets NAME.native-bfloat16.spv/.json, those narrowings on VK_KHR_shader_bfloat16 (docs/BFLOAT16.md).
     --asm-variants: --asm prints those builds too, each after a line "; cooperative-matrix build" or
     "; native-bfloat16 build". The third line's flags are those of Apple's `metal` compiler (as
     MLX's build passes them): language version, fast math, diagnostics only, error limit, warnings; -x metal and
@@ -96,8 +96,8 @@ int compileCommand(const Args& args) {
       options.metalVersion = *version;
     } else if (a == "--no-cooperative-matrix") {
       options.cooperativeMatrix = false;
-    } else if (a == "--no-native-bfloat16") {
-      options.nativeBfloat16 = false;
+    } else if (a == "--native-bfloat16") {
+      options.nativeBfloat16 = true;
     } else if (a == "--asm-variants") {
       variants = true;
     } else if (a == "-ffast-math" || a == "-fno-fast-math") {

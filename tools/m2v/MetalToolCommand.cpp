@@ -127,8 +127,8 @@ int metalCommand(const Args& args) {
       options.jobs = unsigned(std::stoul(v));
     } else if (a == "--no-cooperative-matrix") {
       options.cooperativeMatrix = false;
-    } else if (a == "--no-native-bfloat16") {
-      options.nativeBfloat16 = false;
+    } else if (a == "--native-bfloat16") {
+      options.nativeBfloat16 = true;
     } else if (a.rfind("-W", 0) == 0 && a.size() > 2) {
       options.warnings.push_back(a);
     } else if (a.rfind("-mmacosx-version-min=", 0) == 0 || a == "-gline-tables-only" || a == "-frecord-sources" ||

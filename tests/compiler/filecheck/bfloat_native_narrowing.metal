@@ -1,8 +1,8 @@
 // MODE: asm
-// ARGS: --asm-variants
+// ARGS: --asm-variants --native-bfloat16
 // Rule (spirv/Emitter.cpp Emitter::floatToBfloat, compiler/Compiler.cpp): the portable build narrows float to bfloat
 // in integer arithmetic (round to nearest even: add 0x7fff plus the kept lsb; NaNs get the quiet bit) and declares
-// nothing of SPV_KHR_bfloat16. A kernel that narrows also gets a native-bfloat16 build: the same module with each
+// nothing of SPV_KHR_bfloat16. With --native-bfloat16 a kernel that narrows also gets a native-bfloat16 build: the same module with each
 // narrowing one OpFConvert to the bfloat16 type (scalar and vector) and a bitcast to the 16-bit integers bfloat is
 // stored as, under capability BFloat16TypeKHR alone (not the cooperative-matrix one). Widening stays a shift.
 #include <metal_stdlib>
