@@ -311,6 +311,34 @@ def sdpa_prefill_item(dt, seq=2048, heads=32, d=128):
                 setup, flops=4 * heads * seq * seq * d, note=at.steel_name(dt, d, None))
 
 
+def quantized_setup(p, dt, m, n, k, bits, gs):
+    """The setup of y = x W^T with W (n, k) affine-quantized and x (m, k), launched as plan `p` says (cases/
+    quantized.py). PyTorch's side is the same product with W dequantized to `dt`; the packed uint32 words (as int32)
+    and the scales and biases as stored (exact in float32, so torch_tensor's conversion to dt is exact) follow its two
+    operands, for the CUDA references that read what MLX's kernel reads."""
+    from _quantized_util import pack_rows
+
+    def setup(ctx, rng):
+        codes = rng.integers(0, 1 << bits, (n, k))
+        scales = rng.uniform(0.001, 0.02, (n, k // gs))
+        biases = rng.uniform(-0.1, 0.1, (n, k // gs))
+        s_st, b_st = mlxrun.rounded(scales, dt), mlxrun.rounded(biases, dt)
+        w = codes * np.repeat(s_st, gs, axis=1) + np.repeat(b_st, gs, axis=1)
+        x = rng.integers(-64, 65, (m, k)) / 64.0
+        packed = pack_rows(codes, bits)
+        bufs = {"w": ctx.buffer(packed), "s": ctx.buffer(store(scales, dt)),
+                "b": ctx.buffer(store(biases, dt)), "x": ctx.buffer(store(x, dt)),
+                "y": m2v.Buffer(m * n * itemsize(dt))}
+        args = {i: (bufs[a] if isinstance(a, str) else a) for i, a in p["args"].items()}
+        quantized = [torch.from_numpy(packed.view(np.int32)).to("cuda"), torch_tensor(s_st, dt),
+                     torch_tensor(b_st, dt)]
+        return (lambda: ctx.launch(p["name"], args, groups=p["groups"], threadgroup=p["threadgroup"]),
+                lambda: ctx.read(bufs["y"], dt, (m, n)), lambda xt, wt, *_: torch.matmul(xt, wt.T),
+                [torch_tensor(x, dt), torch_tensor(w, dt)] + quantized)
+
+    return setup
+
+
 def nax_sdpa_prefill_item(dt, seq=2048, heads=32, d=128):
     """MLX's NAX attention (Metal 4 matmul2d, bq 64, bk 32, 4 simdgroups; the route
     scaled_dot_product_attention.cpp takes when NAX is available; cases/nax.py) against PyTorch's SDPA."""
@@ -346,29 +374,12 @@ def nax_qmm_item(dt, m, k, n, bits=4, gs=64):
     dequantized to `dt` (cuBLAS; it reads 16/bits times the weight bytes, which matters little at m = 512)."""
     import nax
     import quantized as qz
-    from _quantized_util import pack_rows
 
     q = qz.Q("affine", dt, [m, k], n, transpose=True, gs=gs, bits=bits, dev=nax.QDEV)
     p = qz.plan(q)
     assert p["route"] == "qmm" and "_nax_" in p["name"], p["name"]
 
-    def setup(ctx, rng):
-        codes = rng.integers(0, 1 << bits, (n, k))
-        scales = rng.uniform(0.001, 0.02, (n, k // gs))
-        biases = rng.uniform(-0.1, 0.1, (n, k // gs))
-        s_st, b_st = mlxrun.rounded(scales, dt), mlxrun.rounded(biases, dt)
-        w = codes * np.repeat(s_st, gs, axis=1) + np.repeat(b_st, gs, axis=1)
-        x = rng.integers(-64, 65, (m, k)) / 64.0
-        packed = pack_rows(codes, bits)
-        bufs = {"w": ctx.buffer(packed), "s": ctx.buffer(store(scales, dt)),
-                "b": ctx.buffer(store(biases, dt)), "x": ctx.buffer(store(x, dt)),
-                "y": m2v.Buffer(m * n * itemsize(dt))}
-        args = {i: (bufs[a] if isinstance(a, str) else a) for i, a in p["args"].items()}
-        quantized = [torch.from_numpy(packed.view(np.int32)).to("cuda"), torch_tensor(s_st, dt),
-                     torch_tensor(b_st, dt)]
-        return (lambda: ctx.launch(p["name"], args, groups=p["groups"], threadgroup=p["threadgroup"]),
-                lambda: ctx.read(bufs["y"], dt, (m, n)), lambda xt, wt, *_: torch.matmul(xt, wt.T),
-                [torch_tensor(x, dt), torch_tensor(w, dt)] + quantized)
+    setup = quantized_setup(p, dt, m, n, k, bits, gs)
 
     from cuda_nax_qmm import nax_qmm
 
@@ -413,30 +424,11 @@ def qmv_item(dt, n_out, k, bits=4, gs=64):
     (a dense gemv, reading 16/bits times the weight bytes). The reference (bench/cuda_tile_qmv.py, MLX's qmv_fast
     shape) reads the same packed words, scales and biases MLX's kernel reads, passed after PyTorch's two operands."""
     import quantized as qz
-    from _quantized_util import pack_rows
 
     q = qz.Q("affine", dt, [1, k], n_out, transpose=True, gs=gs, bits=bits)
     p = qz.plan(q)
 
-    def setup(ctx, rng):
-        codes = rng.integers(0, 1 << bits, (n_out, k))
-        scales = rng.uniform(0.001, 0.02, (n_out, k // gs))
-        biases = rng.uniform(-0.1, 0.1, (n_out, k // gs))
-        s_st, b_st = mlxrun.rounded(scales, dt), mlxrun.rounded(biases, dt)
-        w = codes * np.repeat(s_st, gs, axis=1) + np.repeat(b_st, gs, axis=1)
-        x = rng.integers(-64, 65, (1, k)) / 64.0
-        packed = pack_rows(codes, bits)
-        bufs = {"w": ctx.buffer(packed), "s": ctx.buffer(store(scales, dt)),
-                "b": ctx.buffer(store(biases, dt)), "x": ctx.buffer(store(x, dt)),
-                "y": m2v.Buffer(n_out * itemsize(dt))}
-        args = {i: (bufs[a] if isinstance(a, str) else a) for i, a in p["args"].items()}
-        # the quantized operands as MLX's kernel reads them, for the reference: the packed uint32 words (as int32)
-        # and the scales and biases as stored (exact in float32, so torch_tensor's conversion to dt is exact)
-        quantized = [torch.from_numpy(packed.view(np.int32)).to("cuda"), torch_tensor(s_st, dt),
-                     torch_tensor(b_st, dt)]
-        return (lambda: ctx.launch(p["name"], args, groups=p["groups"], threadgroup=p["threadgroup"]),
-                lambda: ctx.read(bufs["y"], dt, (1, n_out)), lambda xt, wt, *_: torch.matmul(xt, wt.T),
-                [torch_tensor(x, dt), torch_tensor(w, dt)] + quantized)
+    setup = quantized_setup(p, dt, 1, n_out, k, bits, gs)
 
     from cuda_tile_qmv import mlx_qmv_fast, qmv_fast
     reference = None

@@ -129,6 +129,24 @@ def test_builds(lib):
             assert coop is not None and coop["cooperative_matrix_multiplies"] >= 1, name
 
 
+def run_one_simdgroup(kernel, arrays, out_shape):
+    """Binds `arrays` at buffers 0.. (the last one is C, read back as float32 of out_shape) and runs one simdgroup;
+    skips where the device cannot run 32-wide simdgroups (lavapipe)."""
+    s = m2v.Stream()
+    try:
+        s.set_kernel(kernel)
+    except m2v.UnsupportedError as e:
+        pytest.skip(str(e).splitlines()[0])
+    bufs = []
+    for i, x in enumerate(arrays):
+        b = m2v.Buffer(x.nbytes)
+        s.upload(b, x)
+        s.set_buffer(b, i)
+        bufs.append(b)
+    s.dispatch_threadgroups((1, 1, 1), (32, 1, 1))
+    return s.read(bufs[-1], np.float32, out_shape)
+
+
 def bfloat_bits(x):
     return (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
 
@@ -146,19 +164,7 @@ def test_matmul2d(lib, matrix_path, name):
     C = rng.integers(-8, 9, size=(M, N)).astype(np.float32) / 4
     as_stored = {"half": lambda x: x.astype(np.float16), "bfloat": bfloat_bits, "float": lambda x: x}[element]
     kernel = m2v.compile_library(lib[0], entries=[name])[name]
-    s = m2v.Stream()
-    try:
-        s.set_kernel(kernel)
-    except m2v.UnsupportedError as e:  # lavapipe: no 32-wide simdgroups
-        pytest.skip(str(e).splitlines()[0])
-    bufs = []
-    for i, x in enumerate([as_stored(A), as_stored(B), C]):
-        b = m2v.Buffer(x.nbytes)
-        s.upload(b, x)
-        s.set_buffer(b, i)
-        bufs.append(b)
-    s.dispatch_threadgroups((1, 1, 1), (32, 1, 1))
-    got = s.read(bufs[2], np.float32, (M, N))
+    got = run_one_simdgroup(kernel, [as_stored(A), as_stored(B), C], (M, N))
     a = A.T if ta else A
     b = B.T if tb else B
     want = a.astype(np.float64) @ b.astype(np.float64) + (C if acc else 0)
@@ -195,19 +201,7 @@ def test_matmul2d_float_by_half(lib, matrix_path, name):
     B = rng.integers(-8, 9, size=(N, K) if tb else (K, N)).astype(np.float32) / 4
     C = rng.integers(-8, 9, size=(M, N)).astype(np.float32) / 4
     kernel = m2v.compile_library(lib[0], entries=[name])[name]
-    s = m2v.Stream()
-    try:
-        s.set_kernel(kernel)
-    except m2v.UnsupportedError as e:  # lavapipe: no 32-wide simdgroups
-        pytest.skip(str(e).splitlines()[0])
-    bufs = []
-    for i, x in enumerate([A, B.astype(np.float16), C]):
-        b = m2v.Buffer(x.nbytes)
-        s.upload(b, x)
-        s.set_buffer(b, i)
-        bufs.append(b)
-    s.dispatch_threadgroups((1, 1, 1), (32, 1, 1))
-    got = s.read(bufs[2], np.float32, (M, N)).astype(np.float64)
+    got = run_one_simdgroup(kernel, [A, B.astype(np.float16), C], (M, N)).astype(np.float64)
     a = A.astype(np.float16).astype(np.float64) if relaxed else A.astype(np.float64)
     want = a @ (B.T if tb else B).astype(np.float64) + C
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5)
