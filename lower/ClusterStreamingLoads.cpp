@@ -3,10 +3,10 @@
 //
 // GPUs issue a thread's instructions in order: a load does not stop the thread, the first instruction that uses its
 // result does. Lowered as written, MLX's gemv trip reads "load x, load row 0, 4 fmas on them, load row 1, ...": the
-// row-1 load is issued only after row 0's data arrived, so a trip costs a memory round trip per row instead of one.
-// On the H200 the driver's compiler did not move these loads up for our modules (MLX's gemv: 1.3x the time of a
-// hand-written GLSL kernel of its tile, whose loads it did issue together; time per trip growing with the unroll
-// count of UnrollStreamingLoops; bench/membound-round4.md). So here, in each block of an innermost streaming loop
+// row-1 load could be issued only after row 0's data arrived, so a trip would cost a memory round trip per row. A
+// driver's scheduler may already move such loads up: on the H200 it does (MLX's gemv took the same time with and
+// without this pass, bench/membound-round4.md), so there it changes nothing measurable; the module's own order is
+// the one wanted on drivers that schedule less. In each block of an innermost streaming loop
 // (streamingLoopSize: device loads at per-iteration addresses, no convergent operation), the loads of device memory
 // and the instructions their addresses need move ahead of everything else, in their own order. Nothing moves across
 // an instruction that may write memory or has other side effects (each such instruction starts a new region), and

@@ -63,7 +63,8 @@ void* Buffer::contents() const { return object_ ? object_->raw.hostPointer : nul
 
 RawBuffer createDeviceReadStaging(DeviceState& device, VkDeviceSize size) {
   // Kernel arguments in host memory cost each dispatch a chain of PCIe reads before its first load (argument table,
-  // then the values it points to): MLX's gemv ran 1.3x slower than with them in device memory (bench/glsl_gemv.py).
+  // then the values it points to): on the H200 MLX's gemv ran 2-15% slower than with them in device memory
+  // (bench/membound-round4.md).
   static const bool inHostMemory = [] {
     const char* v = std::getenv("M2V_ARENA_IN_HOST_MEMORY");
     return v && *v && std::string(v) != "0";
