@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "dims.h"
@@ -126,6 +127,11 @@ struct PyStream {
   explicit PyStream(Stream s) : stream(std::move(s)) {}
   Stream stream;
   std::shared_ptr<PyLibKernel> current;  // keeps the bound kernel alive while recording
+  // Recording, waits and pipeline builds run without the GIL, so Python threads record on their own streams at once
+  // (the driver builds their pipelines side by side); two threads on one stream take turns. A method that keeps
+  // the GIL may wait here; one that releases it locks only after releasing, so neither waits on the other.
+  mutable std::mutex mutex;
+  std::unique_lock<std::mutex> exclusive() const { return std::unique_lock(mutex); }
 };
 
 }  // namespace
@@ -251,33 +257,49 @@ void bindLibrary(py::module_& m) {
            "On the process's device (a new one if the last timed out or was lost). timeout_ms: host wait budget, "
            "0 for the device's.")
       .def_property(
-          "timeout_ms", [](const PyStream& s) { return s.stream.timeoutMs(); },
-          [](PyStream& s, uint32_t ms) { s.stream.setTimeoutMs(ms); },
+          "timeout_ms",
+          [](const PyStream& s) {
+            auto exclusive = s.exclusive();
+            return s.stream.timeoutMs();
+          },
+          [](PyStream& s, uint32_t ms) {
+            auto exclusive = s.exclusive();
+            s.stream.setTimeoutMs(ms);
+          },
           "Host wait budget in ms (setting 0 restores the device's); a wait past it raises TimeoutError.")
       .def("set_kernel",
            [](PyStream& s, const std::shared_ptr<PyLibKernel>& k) {
+             auto exclusive = s.exclusive();
              s.stream.setKernel(k->onDevice());
              s.current = k;
            })
       .def(
           "set_buffer",
-          [](PyStream& s, const Buffer& b, uint32_t index, size_t offset) { s.stream.setBuffer(b, offset, index); },
+          [](PyStream& s, const Buffer& b, uint32_t index, size_t offset) {
+            auto exclusive = s.exclusive();
+            s.stream.setBuffer(b, offset, index);
+          },
           py::arg("buffer"), py::arg("index"), py::arg("offset") = 0)
       .def(
           "set_bytes",
           [](PyStream& s, const py::object& data, uint32_t index) {
             py::object keep;
             py::buffer_info info = contiguousBytes(data, keep);
+            auto exclusive = s.exclusive();
             s.stream.setBytes(info.ptr, byteSize(info), index);
           },
           py::arg("data"), py::arg("index"), "setBytes: any buffer-protocol object (a numpy array, bytes).")
       .def(
           "set_threadgroup_memory_length",
-          [](PyStream& s, uint32_t length, uint32_t index) { s.stream.setThreadgroupMemoryLength(length, index); },
+          [](PyStream& s, uint32_t length, uint32_t index) {
+            auto exclusive = s.exclusive();
+            s.stream.setThreadgroupMemoryLength(length, index);
+          },
           py::arg("length"), py::arg("index"))
       .def(
           "set_function_constant",
           [](PyStream& s, uint32_t index, const py::object& value) {
+            auto exclusive = s.exclusive();
             if (py::isinstance<py::bool_>(value) || py::isinstance(value, py::module_::import("numpy").attr("bool_")))
               s.stream.setFunctionConstant(index, value.cast<bool>());
             else if (py::isinstance<py::float_>(value))
@@ -290,13 +312,19 @@ void bindLibrary(py::module_& m) {
       .def(
           "dispatch_threads",
           [](PyStream& s, const py::object& grid, const py::object& tg) {
-            s.stream.dispatchThreads(toSize3(grid, "grid"), toSize3(tg, "threadgroup"));
+            Size3 threads = toSize3(grid, "grid"), threadgroup = toSize3(tg, "threadgroup");
+            py::gil_scoped_release release;  // a first dispatch builds the pipeline: seconds for a large module
+            auto exclusive = s.exclusive();
+            s.stream.dispatchThreads(threads, threadgroup);
           },
           py::arg("grid"), py::arg("threadgroup"))
       .def(
           "dispatch_threadgroups",
           [](PyStream& s, const py::object& groups, const py::object& tg) {
-            s.stream.dispatchThreadgroups(toSize3(groups, "groups"), toSize3(tg, "threadgroup"));
+            Size3 count = toSize3(groups, "groups"), threadgroup = toSize3(tg, "threadgroup");
+            py::gil_scoped_release release;
+            auto exclusive = s.exclusive();
+            s.stream.dispatchThreadgroups(count, threadgroup);
           },
           py::arg("groups"), py::arg("threadgroup"))
       .def(
@@ -304,6 +332,7 @@ void bindLibrary(py::module_& m) {
           [](PyStream& s, const Buffer& dst, const py::object& data, size_t offset) {
             py::object keep;
             py::buffer_info info = contiguousBytes(data, keep);
+            auto exclusive = s.exclusive();
             s.stream.upload(dst, offset, info.ptr, byteSize(info));
           },
           py::arg("buffer"), py::arg("data"), py::arg("offset") = 0, "Copies the bytes now; the GPU copy is in order.")
@@ -313,6 +342,7 @@ void bindLibrary(py::module_& m) {
             py::object keep;
             py::buffer_info info = contiguousBytes(data, keep);
             Buffer b = mlx::currentDevice().createBuffer(std::max<size_t>(byteSize(info), 4));
+            auto exclusive = s.exclusive();
             if (byteSize(info) > 0) s.stream.upload(b, 0, info.ptr, byteSize(info));
             return b;
           },
@@ -321,12 +351,14 @@ void bindLibrary(py::module_& m) {
           "fill",
           [](PyStream& s, const Buffer& dst, uint8_t value, size_t offset, py::object size) {
             size_t n = size.is_none() ? dst.size() - offset : size.cast<size_t>();
+            auto exclusive = s.exclusive();
             s.stream.fillBytes(dst, offset, n, value);
           },
           py::arg("buffer"), py::arg("value"), py::arg("offset") = 0, py::arg("size") = py::none())
       .def(
           "copy",
           [](PyStream& s, const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset, size_t size) {
+            auto exclusive = s.exclusive();
             s.stream.copy(src, src_offset, dst, dst_offset, size);
           },
           py::arg("src"), py::arg("src_offset"), py::arg("dst"), py::arg("dst_offset"), py::arg("size"))
@@ -342,22 +374,29 @@ void bindLibrary(py::module_& m) {
                                     " overruns a buffer of " + std::to_string(src.size()));
             if (n > 0) {
               py::gil_scoped_release release;
+              auto exclusive = s.exclusive();
               s.stream.readback(src, offset, info.ptr, n);
             }
             return out;
           },
           py::arg("buffer"), py::arg("dtype"), py::arg("shape"), py::arg("offset") = 0,
           "Blocking: waits for what was recorded, then returns a new numpy array of `dtype` and `shape`.")
-      .def("commit", [](PyStream& s) { return s.stream.commit(); })
+      .def("commit",
+           [](PyStream& s) {
+             auto exclusive = s.exclusive();
+             return s.stream.commit();
+           })
       .def("synchronize",
            [](PyStream& s) {
              py::gil_scoped_release release;
+             auto exclusive = s.exclusive();
              s.stream.synchronize();
            })
       .def(
           "take_timings",
           [](PyStream& s) {
             py::list out;
+            auto exclusive = s.exclusive();
             for (const auto& t : s.stream.takeTimings()) {
               py::dict d;
               d["kernel"] = t.kernel;
@@ -370,6 +409,7 @@ void bindLibrary(py::module_& m) {
           },
           "GPU time of each dispatch since the last call (Stream(timestamps=True)), after synchronize().")
       .def("stats", [](const PyStream& s) {
+        auto exclusive = s.exclusive();
         Stream::Stats st = s.stream.stats();
         py::dict d;
         d["dispatches"] = st.dispatches;

@@ -136,7 +136,7 @@ bool DeviceInfo::offersCooperativeMatrix(const std::string& shape) const {
 bool DeviceInfo::runsNativeBfloat16() const {
   // Opt-in (docs/BFLOAT16.md): the H200's conversion truncates, Metal's bfloat rounds to nearest even.
   const char* env = std::getenv("M2V_NATIVE_BFLOAT16");
-  return bfloat16Type && env && std::strcmp(env, "1") == 0;
+  return bfloat16Type && roundingModeRTEFloat16 && env && std::strcmp(env, "1") == 0;
 }
 
 std::string DeviceInfo::describe() const {
@@ -659,10 +659,12 @@ Device::Device(const DeviceOptions& options) : state_(std::make_shared<DeviceSta
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceFloatControlsProperties floatControls{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   subgroup.pNext = &subgroupControl;
   driver.pNext = &subgroup;
+  floatControls.pNext = &driver;
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props.pNext = &driver;
+  props.pNext = &floatControls;
   vkGetPhysicalDeviceProperties2(pd, &props);
   const VkPhysicalDeviceLimits& limits = props.properties.limits;
   DeviceInfo& info = state.info;
@@ -679,6 +681,7 @@ Device::Device(const DeviceOptions& options) : state_(std::make_shared<DeviceSta
   info.maxSubgroupSize = subgroupControl.maxSubgroupSize ? subgroupControl.maxSubgroupSize : subgroup.subgroupSize;
   info.requiredSubgroupSizeInCompute = (subgroupControl.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
   info.maxComputeWorkgroupSubgroups = subgroupControl.maxComputeWorkgroupSubgroups;
+  info.roundingModeRTEFloat16 = floatControls.shaderRoundingModeRTEFloat16;
   info.maxWorkgroupInvocations = limits.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) {
     info.maxWorkgroupSize[i] = limits.maxComputeWorkGroupSize[i];

@@ -3,11 +3,13 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "metal2vk/runtime.h"
@@ -47,7 +49,11 @@ struct DeviceState {
   std::string faultMessage();
 
   // Pipelines: in-memory map keyed by module hash + specialisation, backed by a VkPipelineCache persisted to disk.
+  // The driver builds a pipeline outside the mutex (seconds for a large module), so threads build different ones at
+  // once; a thread that wants one being built waits on pipelineBuilt.
   std::mutex pipelineMutex;
+  std::condition_variable pipelineBuilt;
+  std::unordered_set<std::string> pipelinesBuilding;
   UniquePipelineCache pipelineCache;
   std::string pipelineCachePath;
   uint64_t diskCacheBytesLoaded = 0;

@@ -142,6 +142,7 @@ bool capabilitySupported(const DeviceInfo& info, const std::string& cap) {
     return info.atomicFloat2;
   if (cap == "CooperativeMatrixKHR") return info.cooperativeMatrix;
   if (cap == "BFloat16TypeKHR") return info.bfloat16Type;
+  if (cap == "RoundingModeRTE") return info.roundingModeRTEFloat16;  // the only width our modules ask it for
   if (cap == "BFloat16CooperativeMatrixKHR") return info.bfloat16CooperativeMatrix;
   return true;  // core capabilities of Vulkan 1.3 compute, or ones the driver will check itself
 }
@@ -373,12 +374,17 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
   key.append(reinterpret_cast<const char*>(data.data()), data.size());
   for (const auto& e : entries) key.append(reinterpret_cast<const char*>(&e.constantID), 4);
 
-  std::lock_guard lock(device->pipelineMutex);
+  std::unique_lock lock(device->pipelineMutex);
   *layout = device->layoutForPushSize(reflection.pushConstantSize);
-  if (auto it = device->pipelines.find(key); it != device->pipelines.end()) {
-    device->pipelineMemoryHits.fetch_add(1, std::memory_order_relaxed);
-    return it->second.get();
+  for (;;) {
+    if (auto it = device->pipelines.find(key); it != device->pipelines.end()) {
+      device->pipelineMemoryHits.fetch_add(1, std::memory_order_relaxed);
+      return it->second.get();
+    }
+    if (device->pipelinesBuilding.insert(key).second) break;  // this thread builds it
+    device->pipelineBuilt.wait(lock);                         // another thread is building the same pipeline
   }
+  lock.unlock();
 
   VkSpecializationInfo specialization{uint32_t(entries.size()), entries.data(), data.size(), data.data()};
   VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroupSize{
@@ -394,9 +400,14 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
   pipelineInfo.stage.pSpecializationInfo = &specialization;
   pipelineInfo.layout = *layout;
   if (device->pipelineStatistics) pipelineInfo.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  // The pipeline cache is internally synchronised (created without EXTERNALLY_SYNCHRONIZED).
   VkPipeline pipeline = VK_NULL_HANDLE;
-  vkCheck(vkCreateComputePipelines(device->vk(), device->pipelineCache.get(), 1, &pipelineInfo, nullptr, &pipeline),
-          "vkCreateComputePipelines", device.get());
+  VkResult result = vkCreateComputePipelines(device->vk(), device->pipelineCache.get(), 1, &pipelineInfo, nullptr,
+                                             &pipeline);
+  lock.lock();
+  device->pipelinesBuilding.erase(key);
+  device->pipelineBuilt.notify_all();  // waiters find the pipeline, or build it themselves after a failure
+  vkCheck(result, "vkCreateComputePipelines", device.get());
   if (device->pipelineStatistics) printPipelineStatistics(device->vk(), pipeline, reflection.entry, tg);
   device->pipelines.emplace(std::move(key), UniquePipeline(device->vk(), pipeline));
   device->pipelinesCreated++;

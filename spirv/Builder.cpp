@@ -183,6 +183,8 @@ std::string Builder::capabilityName(spv::Capability c) {
       return "Int64";
     case C::Float16:
       return "Float16";
+    case C::RoundingModeRTE:
+      return "RoundingModeRTE";
     case C::Float64:
       return "Float64";
     case C::Int64Atomics:

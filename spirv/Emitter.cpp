@@ -110,8 +110,9 @@ Id Emitter::glsl(Id type, uint32_t inst, const std::vector<Id>& args) {
 // keeps NaNs NaN (quiet): with EmitOptions::nativeBfloat16 one OpFConvert to the bfloat16 type (SPV_KHR_bfloat16),
 // bitcast to the 16-bit integers bfloat values are everywhere else; otherwise an integer sequence. The Vulkan
 // specification leaves the rounding of a narrowing OpFConvert to the implementation ("fundamentals-fp-conversion":
-// a value between two representable values becomes one or the other); python/tests/test_native_bfloat16.py checks
-// on a device that the native build rounds to nearest even, bit for bit like the integer sequence.
+// a value between two representable values becomes one or the other), so the native build also asks for
+// RoundingModeRTE on 16-bit results; python/tests/test_native_bfloat16.py checks on a device that it rounds to
+// nearest even, bit for bit like the integer sequence.
 Id Emitter::bfloatToFloat(Id v, llvm::Type* bfType) {
   llvm::Type* i32 = withElement(bfType, llvm::Type::getInt32Ty(module_.getContext()));
   llvm::Type* f = withElement(bfType, llvm::Type::getFloatTy(module_.getContext()));
@@ -1480,6 +1481,11 @@ std::vector<uint32_t> Emitter::run() {
 
     b_.entryPoint(spv::ExecutionModel::GLCompute, fnId, "main", interface_);
     b_.executionModeId(fnId, spv::ExecutionMode::LocalSizeId, wgs);
+    if (options_.nativeBfloat16 && stats_.bfloatNarrowings > 0) {
+      // Metal's narrowing rounds to nearest even; without this a narrowing OpFConvert may truncate (the H200's does).
+      b_.capability(spv::Capability::RoundingModeRTE);
+      b_.executionMode(fnId, spv::ExecutionMode::RoundingModeRTE, {16});
+    }
     b_.name(fnId, "main");
 
     reflection_.requiredSubgroupSize = usesSubgroups_ ? 32 : 0;

@@ -1,6 +1,6 @@
 // The native-bfloat16 build: only kernels that narrow float to bfloat get it; it differs from the portable build in
 // the narrowings (OpFConvert to SPV_KHR_bfloat16's type instead of the integer rounding) and in declaring
-// BFloat16TypeKHR; emitting it leaves the portable build byte for byte what it is without it.
+// BFloat16TypeKHR and RoundingModeRTE (16-bit results round to nearest even, as Metal's do); emitting it leaves the portable build byte for byte what it is without it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,8 +28,9 @@ kernel void widen_only(const device bfloat* in [[buffer(0)]], device float* out 
 kernel void no_bfloat(device float* data [[buffer(0)]], uint i [[thread_position_in_grid]]) { data[i] += 1.0f; }
 )";
 
-constexpr uint32_t kOpCapability = 17, kOpTypeFloat = 22, kOpTypeVector = 23, kOpFConvert = 115, kOpIsNan = 156;
-constexpr uint32_t kBFloat16Type = 5116, kBFloat16CooperativeMatrix = 5118;
+constexpr uint32_t kOpCapability = 17, kOpExecutionMode = 16, kOpTypeFloat = 22, kOpTypeVector = 23, kOpFConvert = 115, kOpIsNan = 156;
+constexpr uint32_t kBFloat16Type = 5116, kBFloat16CooperativeMatrix = 5118, kRoundingModeRTE = 4467;  // capabilities
+constexpr uint32_t kExecutionModeRoundingModeRTE = 4462;
 
 struct Module {
   std::vector<std::pair<uint32_t, std::vector<uint32_t>>> insts;  // opcode, operands
@@ -44,6 +45,13 @@ struct Module {
   bool hasCapability(uint32_t c) const {
     return std::any_of(insts.begin(), insts.end(),
                        [&](const auto& i) { return i.first == kOpCapability && i.second == std::vector<uint32_t>{c}; });
+  }
+  // Execution modes' operands after the entry point (mode, literals...).
+  std::vector<std::vector<uint32_t>> executionModes() const {
+    std::vector<std::vector<uint32_t>> out;
+    for (const auto& [op, args] : insts)
+      if (op == kOpExecutionMode) out.emplace_back(args.begin() + 1, args.end());
+    return out;
   }
   // Result types of OpFConvert that are the bfloat16 type or vectors of it, by component count (1 for scalars).
   std::vector<uint32_t> bfloatConversions() const {
@@ -89,15 +97,21 @@ TEST(NativeBfloat16, NarrowsWithConversionsUnderTheTypeCapabilityAlone) {
   EXPECT_TRUE(portable.bfloatConversions().empty());
   EXPECT_EQ(portable.count(kOpIsNan), 2u);
   EXPECT_FALSE(portable.hasCapability(kBFloat16Type));
+  EXPECT_FALSE(portable.hasCapability(kRoundingModeRTE));
   // native: one scalar and one 4-wide conversion to the bfloat16 type, no integer rounding
   EXPECT_EQ(native.bfloatConversions(), (std::vector<uint32_t>{1, 4}));
   EXPECT_EQ(native.count(kOpIsNan), 0u);
   EXPECT_TRUE(native.hasCapability(kBFloat16Type));
   EXPECT_FALSE(native.hasCapability(kBFloat16CooperativeMatrix));
+  // 16-bit results round to nearest even (float controls)
+  EXPECT_TRUE(native.hasCapability(kRoundingModeRTE));
+  auto modes = native.executionModes();
+  EXPECT_NE(std::find(modes.begin(), modes.end(), std::vector<uint32_t>{kExecutionModeRoundingModeRTE, 16}), modes.end());
   // the reflection is the portable one's but for the capability and extension
   m2v::KernelReflection r = k.nativeBfloat16->reflection;
   EXPECT_NE(std::find(r.extensions.begin(), r.extensions.end(), "SPV_KHR_bfloat16"), r.extensions.end());
   std::erase(r.capabilities, "BFloat16TypeKHR");
+  std::erase(r.capabilities, "RoundingModeRTE");
   std::erase(r.extensions, "SPV_KHR_bfloat16");
   EXPECT_EQ(m2v::toJson(r), m2v::toJson(k.reflection));
 }

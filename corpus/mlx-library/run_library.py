@@ -2,7 +2,7 @@
 """Runs MLX's kernel library as MLX launches it, on the default Vulkan device, against numpy references.
 
     run_library.py [--mlx ROOT] [--filter SUBSTR]... [--family NAME]... [--exclude-family NAME]... [--seed S]
-                   [--report PREFIX] [--floor FILE] [-j N] [--matrix-path MODE]... [--list]
+                   [--report PREFIX] [--floor FILE] [-j N] [--matrix-path MODE]... [--warm-jobs N] [--list]
 
 Cases live in cases/*.py (see mlxrun.py). Each case ends in one stage: `compile` (an entry point did not compile),
 `refused` (the device cannot run it, e.g. 32-wide simdgroups on lavapipe), `error` (a runtime or harness error),
@@ -11,6 +11,9 @@ PREFIX.json (stage, cause, message, GPU time, max error per case). --floor FILE 
 match. The seed (printed) reproduces the inputs; each case draws from hash(seed, case name).
 --matrix-path MODE (auto, shuffle, cooperative; M2V_SIMDGROUP_MATRIX) given more than once runs every case once per
 path, compiled once; each path's report is PREFIX-MODE and --floor applies to each.
+--warm-jobs N first runs every case once on N threads, each with its own stream, and discards those results: the
+driver builds the cases' pipelines side by side (seconds each for MLX's NAX kernels), and the reported pass, one case
+at a time as always, finds them built.
 A case waits the device's budget (seconds on a GPU, minutes on a CPU device; cases known to be long have a multiple,
 --budget-scale overrides it) before it counts as hung; a timeout or a lost device fails that case alone, and the
 cases after it run on a new device.
@@ -18,12 +21,15 @@ MLX's library: --mlx, else $M2V_MLX_ROOT, else ../shared/third_party/mlx beside 
 """
 import argparse
 import collections
+import concurrent.futures
+import copy
 import hashlib
 import importlib.util
 import json
 import os
 import signal
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -126,6 +132,8 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--matrix-path", action="append", default=[], choices=["auto", "shuffle", "cooperative"],
                     help="run every case on this simdgroup-matrix path (M2V_SIMDGROUP_MATRIX); repeat for several")
+    ap.add_argument("--warm-jobs", type=int, default=0, metavar="N",
+                    help="build the pipelines first: run the cases once on N threads, results discarded")
     ap.add_argument("--budget-scale", action="append", default=[], metavar="CASE=SCALE",
                     help="wait SCALE times the device's budget for CASE before it counts as hung (default: the "
                          "case's own, 1 for most)")
@@ -167,6 +175,9 @@ def main():
     below = []
     for path in paths:
         os.environ["M2V_SIMDGROUP_MATRIX"] = path  # read when each kernel is (re)loaded
+        if args.warm_jobs > 1:
+            warm_pipelines(runner, cases, seed, args.warm_jobs)
+            runner.stream = m2v.Stream(timestamps=True)  # on the device a fault in the warm pass replaced, if any
         results, elapsed, interrupted = run_cases(runner, cases, seed, path if len(paths) > 1 else None)
         elapsed += compile_s
         counts = collections.Counter(r.stage for r in results)
@@ -179,6 +190,25 @@ def main():
         if interrupted:
             break
     return 1 if below else 0
+
+
+def warm_pipelines(runner, cases, seed, jobs):
+    """Runs every case once on `jobs` threads, each with its own stream, and forgets the results; pipelines stay
+    in the device's cache. A fault here costs only time: the reported pass runs each case again, alone."""
+    t0 = time.time()
+    local = threading.local()
+
+    def run(case):
+        if not hasattr(local, "runner"):
+            local.runner = copy.copy(runner)  # the compiled libraries shared, a stream of its own
+            local.runner.stream = m2v.Stream(timestamps=True)
+        local.runner.run_case(case, case_seed(seed, case.name))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(run, cases))
+    m2v.validation_messages()  # attributed to no case: the reported pass sees its own
+    print(f"pipelines built for {len(cases)} cases on {jobs} threads in {time.time() - t0:.1f} s", file=sys.stderr,
+          flush=True)
 
 
 def run_cases(runner, cases, seed, label):

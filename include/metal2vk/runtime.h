@@ -102,10 +102,11 @@ struct DeviceInfo {
   std::vector<std::string> cooperativeMatrixShapes;  // subgroup scope, "MxNxK A*B+C", e.g. "16x8x8 f16*f16+f32"
   bool bfloat16CooperativeMatrix = false;            // VK_KHR_shader_bfloat16: bfloat cooperative matrices
   bool bfloat16Type = false;  // VK_KHR_shader_bfloat16's shaderBFloat16Type: the bfloat16 type in shaders
+  bool roundingModeRTEFloat16 = false;  // float controls: a module may ask 16-bit results to round to nearest even
   bool validationEnabled = false;
 
   // Whether kernels run their native-bfloat16 builds (CompiledModule::nativeBfloat16) on this device: it has
-  // bfloat16Type and the environment variable M2V_NATIVE_BFLOAT16 is not "0".
+  // bfloat16Type and roundingModeRTEFloat16 and the environment variable M2V_NATIVE_BFLOAT16 is "1".
   bool runsNativeBfloat16() const;
 
   // Whether VK_KHR_cooperative_matrix offers `shape` at subgroup scope (as cooperativeMatrixShapes names it).

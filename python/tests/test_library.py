@@ -110,6 +110,29 @@ def test_offsets_threadgroup_memory_and_many_dispatches(lib):
     assert st["host_waits"] <= 1 and st["submissions"] >= 2
 
 
+def test_threads_record_on_their_own_streams(lib):
+    """Dispatches (and the pipeline builds behind them) run without the GIL: threads record at once, each on its own
+    stream (a stream shared between threads takes their calls one at a time)."""
+    import concurrent.futures
+
+    n = 512
+    x = np.arange(n, dtype=np.int32)
+
+    def reverse_on(stream, scale):
+        bx, by = stream.buffer(x * scale), m2v.Buffer(n * 4)
+        for _ in range(4):
+            stream.set_kernel(lib["tg_reverse"])
+            stream.set_threadgroup_memory_length(64 * 4, 0)
+            stream.set_buffer(bx, 0)
+            stream.set_buffer(by, 1)
+            stream.dispatch_threadgroups((n // 64, 1, 1), (64, 1, 1))
+        return np.array_equal(stream.read(by, np.int32, (n,)), (x * scale).reshape(-1, 64)[:, ::-1].reshape(-1))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        own = list(pool.map(lambda k: reverse_on(m2v.Stream(), k + 1), range(8)))
+    assert all(own)
+
+
 def test_only_requested_entries(project):
     lib = m2v.compile_library(str(project / "kernels.metal"), entries=["tg_reverse"])
     assert lib.names() == ["tg_reverse"]

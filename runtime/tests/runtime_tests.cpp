@@ -12,6 +12,7 @@
 #include <iterator>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "metal2vk/runtime.h"
 
@@ -295,6 +296,42 @@ TEST_F(RuntimeTest, FunctionConstantsSpecialise) {
   stream.synchronize();
   EXPECT_EQ(device().stats().pipelinesCreated, created);
   EXPECT_GE(device().stats().pipelineMemoryHits, 1u);
+}
+
+// Threads build pipelines at once (the driver's build runs outside the cache's lock); two threads wanting the same
+// variant get one pipeline between them.
+TEST_F(RuntimeTest, PipelinesBuildFromManyThreads) {
+  Kernel kernel = loadKernel(device(), "fc_select");
+  const uint32_t n = 64, threads = 8, variants = 4;
+  const uint64_t created = device().stats().pipelinesCreated;
+  std::vector<std::string> failures(threads);
+  std::vector<std::thread> workers;
+  for (uint32_t t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      try {
+        Stream stream = device().createStream();
+        Buffer ints = device().createBuffer(n * 4), floats = device().createBuffer(n * 4);
+        const int32_t scale = int32_t(t % variants) + 2;
+        stream.setKernel(kernel);
+        stream.setFunctionConstant(0, scale);
+        stream.setFunctionConstant(1, true);
+        stream.setFunctionConstant(2, 0.5f);
+        stream.setBuffer(ints, 0, 0);
+        stream.setBuffer(floats, 0, 1);
+        stream.dispatchThreads({n, 1, 1}, {32, 1, 1});
+        auto r = readAll<int32_t>(stream, ints, n);
+        for (uint32_t i = 0; i < n; ++i)
+          if (r[i] != -int32_t(i) * scale) {
+            failures[t] = "element " + std::to_string(i) + ": " + std::to_string(r[i]);
+            break;
+          }
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  for (auto& w : workers) w.join();
+  for (uint32_t t = 0; t < threads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+  EXPECT_EQ(device().stats().pipelinesCreated, created + variants);
 }
 
 TEST_F(RuntimeTest, ThreadgroupMemoryLength) {
