@@ -371,6 +371,7 @@ PYBIND11_MODULE(_core, m) {
     d["required_subgroup_size"] = i.requiredSubgroupSizeInCompute;  // a kernel can ask for 32-wide simdgroups
     d["cooperative_matrix_shapes"] = i.cooperativeMatrixShapes;
     d["bfloat16_type"] = i.bfloat16Type;  // VK_KHR_shader_bfloat16's shaderBFloat16Type (native-bfloat16 builds)
+    d["rounding_mode_rte_float16"] = i.roundingModeRTEFloat16;  // float controls (native-bfloat16 builds ask for it)
     d["max_threads_per_threadgroup"] = i.maxWorkgroupInvocations;
     d["description"] = i.describe();
     d["timeout_ms"] = currentDevice().timeoutMs();

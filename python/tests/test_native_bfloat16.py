@@ -131,9 +131,11 @@ def build(request):
     if request.param == "native" and not OPTED_IN:
         pytest.skip("the native-bfloat16 build is opt-in (M2V_NATIVE_BFLOAT16=1): on the H200 its conversion "
                     "truncates (docs/BFLOAT16.md)")
-    if request.param == "native" and not m2v.device_info().get("bfloat16_type"):
-        pytest.skip(m2v.device_info()["name"] + " has no VK_KHR_shader_bfloat16 shaderBFloat16Type: the native-"
-                    "bfloat16 build cannot run here (its portable build runs instead, tested by the 'integer' case)")
+    info = m2v.device_info()
+    if request.param == "native" and not (info.get("bfloat16_type") and info.get("rounding_mode_rte_float16")):
+        pytest.skip(info["name"] + " lacks VK_KHR_shader_bfloat16's shaderBFloat16Type or float controls' "
+                    "shaderRoundingModeRTEFloat16: the native-bfloat16 build cannot run here (its portable build runs "
+                    "instead, tested by the 'integer' case)")
     old = os.environ.get("M2V_NATIVE_BFLOAT16")
     if request.param == "integer":
         os.environ.pop("M2V_NATIVE_BFLOAT16", None)
