@@ -372,6 +372,7 @@ PYBIND11_MODULE(_core, m) {
     d["cooperative_matrix_shapes"] = i.cooperativeMatrixShapes;
     d["bfloat16_type"] = i.bfloat16Type;  // VK_KHR_shader_bfloat16's shaderBFloat16Type (native-bfloat16 builds)
     d["rounding_mode_rte_float16"] = i.roundingModeRTEFloat16;  // float controls (native-bfloat16 builds ask for it)
+    d["linear_workgroups"] = i.linearWorkgroups;  // multi-dimensional threadgroups run as linear workgroups
     d["max_threads_per_threadgroup"] = i.maxWorkgroupInvocations;
     d["description"] = i.describe();
     d["timeout_ms"] = currentDevice().timeoutMs();

@@ -695,6 +695,7 @@ Device::Device(const DeviceOptions& options) : state_(std::make_shared<DeviceSta
       for (int i = 0; i < 3; ++i)
         if (caps[i] > 0) info.maxWorkgroupSize[i] = std::min(info.maxWorkgroupSize[i], uint32_t(caps[i]));
   }
+  if (const char* env = std::getenv("M2V_LINEAR_WORKGROUPS")) info.linearWorkgroups = std::strcmp(env, "0") != 0;
   info.maxSharedMemoryBytes = limits.maxComputeSharedMemorySize;
   info.maxPushConstantsSize = limits.maxPushConstantsSize;
   info.validationEnabled = validation;

@@ -141,9 +141,12 @@ struct KernelObject {
   // Pipeline for one specialisation; created on first use and cached device-wide. Throws UsageError when the
   // threadgroup does not fit the pipeline (size limits, threadgroup memory, subgroups per workgroup).
   // `threadgroup` is the workgroup size of this dispatch region; `nominal` the threadgroup size the host asked for.
-  // Metal's threadgroup shape exceeds a per-axis limit of the device (Metal allows 1x1x1024; NVIDIA's z stops at
-  // 64), and whether this module can run it as a one-dimensional workgroup (modules carry kThreadgroupShapeSpecBase).
+  // Whether this threadgroup runs as a one-dimensional workgroup: it must when Metal's shape exceeds a per-axis limit
+  // of the device (Metal allows 1x1x1024; NVIDIA's z stops at 64), it does when the device runs linear workgroups
+  // (DeviceInfo::linearWorkgroups) and the module can (it carries kThreadgroupShapeSpecBase); `canRelayout` says
+  // whether the module can.
   bool needsRelayout(const Size3& threadgroup) const;
+  bool runsLinear(const Size3& threadgroup) const;
   bool canRelayout(const Size3& threadgroup) const;
   VkPipeline pipelineFor(const Size3& threadgroup, const Size3& nominal, const std::vector<std::pair<uint32_t, ConstantValue>>& constants,
                          const std::vector<std::pair<uint32_t, uint32_t>>& threadgroupLengths,

@@ -269,6 +269,11 @@ bool KernelObject::needsRelayout(const Size3& tg) const {
   return tg.x > info.maxWorkgroupSize[0] || tg.y > info.maxWorkgroupSize[1] || tg.z > info.maxWorkgroupSize[2];
 }
 
+bool KernelObject::runsLinear(const Size3& tg) const {
+  if (tg.y == 1 && tg.z == 1) return false;  // one-dimensional already
+  return canRelayout(tg) && (needsRelayout(tg) || device->info.linearWorkgroups);
+}
+
 bool KernelObject::canRelayout(const Size3& tg) const {
   return specConstantBytes.count(kThreadgroupShapeSpecBase) != 0 &&
          uint64_t(tg.x) * tg.y * tg.z <= device->info.maxWorkgroupSize[0];
@@ -334,9 +339,10 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
     entries.push_back({specId, uint32_t(data.size()), value.size()});
     data.insert(data.end(), value.begin(), value.end());
   };
-  // A shape past the device's per-axis limits runs as a one-dimensional workgroup of the same size; the module
-  // recovers Metal's positions from the linear index (docs/ABI.md). Stream::validateThreadgroup checked it can.
-  const bool relayout = needsRelayout(tg);
+  // A multi-dimensional shape runs as a one-dimensional workgroup of the same size (a shape past the device's
+  // per-axis limits must); the module recovers Metal's positions from the linear index (docs/ABI.md).
+  // Stream::validateThreadgroup checked that a shape that must, can.
+  const bool relayout = runsLinear(tg);
   const uint32_t wg[3] = {relayout ? tg.x * tg.y * tg.z : tg.x, relayout ? 1 : tg.y, relayout ? 1 : tg.z};
   for (uint32_t i = 0; i < 3; ++i) add(kWorkgroupSizeSpecBase + i, &wg[i], 4);
   if (relayout) {

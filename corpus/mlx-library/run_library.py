@@ -204,8 +204,11 @@ def warm_pipelines(runner, cases, seed, jobs):
             local.runner.stream = m2v.Stream(timestamps=True)
         local.runner.run_case(case, case_seed(seed, case.name))
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+    try:
         list(pool.map(run, cases))
+    finally:  # a stop from outside ends the warm pass at once: the cases not yet started never start
+        pool.shutdown(wait=False, cancel_futures=True)
     m2v.validation_messages()  # attributed to no case: the reported pass sees its own
     print(f"pipelines built for {len(cases)} cases on {jobs} threads in {time.time() - t0:.1f} s", file=sys.stderr,
           flush=True)

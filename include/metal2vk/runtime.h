@@ -90,6 +90,10 @@ struct DeviceInfo {
   bool requiredSubgroupSizeInCompute = false;  // subgroupSizeControl + compute in requiredSubgroupSizeStages
   uint32_t maxWorkgroupInvocations = 0;
   uint32_t maxWorkgroupSize[3] = {0, 0, 0};
+  // Multi-dimensional threadgroups run as one-dimensional workgroups of the same size (the module recovers Metal's
+  // positions, docs/ABI.md). On the H200 a (32, 1, 8) workgroup made MLX's gemv 1.23-1.35x slower than the same
+  // threads in a (256, 1, 1) one (bench/gemv-workgroup-*-h200.md). M2V_LINEAR_WORKGROUPS=0 keeps Metal's shape.
+  bool linearWorkgroups = true;
   uint32_t maxWorkgroupCount[3] = {0, 0, 0};
   uint32_t maxSharedMemoryBytes = 0;
   uint32_t maxPushConstantsSize = 0;

@@ -210,13 +210,18 @@ np.save(sys.argv[2], s.read(o, np.uint32, (200, 5, 3, 4)))
 """
 
 
-def test_threadgroup_past_per_axis_limits_runs_with_metal_positions(tmp_path):
-    """Metal allows a 1x2x128 threadgroup; a device whose z stops at 64 (NVIDIA) runs it as one linear workgroup,
-    and the kernel still sees Metal's positions. M2V_MAX_WORKGROUP_SIZE gives any device those limits."""
+@pytest.mark.parametrize("setting", [{}, {"M2V_MAX_WORKGROUP_SIZE": "1024,1024,64"},
+                                     {"M2V_LINEAR_WORKGROUPS": "0", "M2V_MAX_WORKGROUP_SIZE": "1024,1024,128"}],
+                         ids=["linear", "past-axis-limit", "metal-shape"])
+def test_threadgroup_shapes_run_with_metal_positions(tmp_path, setting):
+    """A 1x2x128 threadgroup (Metal allows it) runs as one linear workgroup by default, and must where the device's
+    z stops at 64 (NVIDIA; M2V_MAX_WORKGROUP_SIZE gives any device that limit); with M2V_LINEAR_WORKGROUPS=0 it
+    keeps its shape where the device allows it. Every way, the kernel sees Metal's positions."""
     src = tmp_path / "shapes.metal"
     src.write_text(SHAPES)
     out = tmp_path / "o.npy"
-    env = dict(os.environ, M2V_MAX_WORKGROUP_SIZE="1024,1024,64")
+    env = {k: v for k, v in os.environ.items() if k not in ("M2V_MAX_WORKGROUP_SIZE", "M2V_LINEAR_WORKGROUPS")}
+    env.update(setting)
     subprocess.run([sys.executable, "-c", RELAYOUT_CHILD, str(src), str(out)], check=True, env=env)
     got = np.load(out)
     z, y, x = np.meshgrid(np.arange(200), np.arange(5), np.arange(3), indexing="ij")

@@ -6,6 +6,17 @@
 
 namespace m2v::review {
 
+// The standard library's thread synchronisation (a future's wait is its base class's in libstdc++): its waits end
+// when another host thread acts (a pipeline built, a task finished), whatever the GPU does.
+static bool waitsForHostThread(const Event& ev) {
+  static const std::regex kHostPrimitive(
+      R"(^(const )?std::(condition_variable(_any)?|(shared_)?future|__basic_future|latch|barrier|)"
+      R"(counting_semaphore|binary_semaphore|thread|jthread)\b)");
+  static const std::regex kHostWait(R"(^(wait|wait_for|wait_until|arrive_and_wait|acquire|try_acquire_for|join|get)$)");
+  return std::regex_match(ev.name, kHostWait) &&
+         (std::regex_search(ev.receiverType, kHostPrimitive) || std::regex_search(ev.qualName, kHostPrimitive));
+}
+
 void checkHostSync(const Site& s, Out& out) {
   if (s.ev.kind != "call") return;
   const Event& ev = s.ev;
@@ -25,6 +36,14 @@ void checkHostSync(const Site& s, Out& out) {
     c.nonIssue = true;
     c.reason =
         code(ev.text) + " waits on the GPU timeline (recorded into the command buffer); the host does not block.";
+    out.push_back(c);
+    return;
+  }
+  if (waitsForHostThread(ev)) {
+    Candidate c{"host-sync"};
+    c.nonIssue = true;
+    c.reason = code(ev.text) + " waits for another host thread (`" + ev.receiverType +
+               "`), not for the GPU: the stream's recorded work is not drained.";
     out.push_back(c);
     return;
   }
