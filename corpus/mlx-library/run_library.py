@@ -202,7 +202,9 @@ def warm_pipelines(runner, cases, seed, jobs):
         if not hasattr(local, "runner"):
             local.runner = copy.copy(runner)  # the compiled libraries shared, a stream of its own
             local.runner.stream = m2v.Stream(timestamps=True)
-        local.runner.run_case(case, case_seed(seed, case.name))
+        t = time.time()
+        r = local.runner.run_case(case, case_seed(seed, case.name))
+        print(f"warm     {case.name} ({time.time() - t:.1f} s, {r.stage}, at {time.time() - t0:.0f} s)", flush=True)
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
     try:
