@@ -138,16 +138,16 @@ struct KernelObject {
   // Set on a cooperative-matrix build: the portable build, which dispatches with partial threadgroups run.
   std::shared_ptr<KernelObject> portable;
 
+  // One-dimensional workgroups: a threadgroup needs one when Metal's shape exceeds a per-axis limit of the device
+  // (Metal allows 1x1x1024; NVIDIA's z stops at 64); the module can run one when it carries kThreadgroupShapeSpecBase;
+  // a multi-dimensional threadgroup runs as one when it needs one or the device runs linear workgroups
+  // (DeviceInfo::linearWorkgroups), and the module can.
+  bool needsRelayout(const Size3& threadgroup) const;
+  bool canRelayout(const Size3& threadgroup) const;
+  bool runsLinear(const Size3& threadgroup) const;
   // Pipeline for one specialisation; created on first use and cached device-wide. Throws UsageError when the
   // threadgroup does not fit the pipeline (size limits, threadgroup memory, subgroups per workgroup).
   // `threadgroup` is the workgroup size of this dispatch region; `nominal` the threadgroup size the host asked for.
-  // Whether this threadgroup runs as a one-dimensional workgroup: it must when Metal's shape exceeds a per-axis limit
-  // of the device (Metal allows 1x1x1024; NVIDIA's z stops at 64), it does when the device runs linear workgroups
-  // (DeviceInfo::linearWorkgroups) and the module can (it carries kThreadgroupShapeSpecBase); `canRelayout` says
-  // whether the module can.
-  bool needsRelayout(const Size3& threadgroup) const;
-  bool runsLinear(const Size3& threadgroup) const;
-  bool canRelayout(const Size3& threadgroup) const;
   VkPipeline pipelineFor(const Size3& threadgroup, const Size3& nominal, const std::vector<std::pair<uint32_t, ConstantValue>>& constants,
                          const std::vector<std::pair<uint32_t, uint32_t>>& threadgroupLengths,
                          VkPipelineLayout* layout);

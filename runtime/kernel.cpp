@@ -408,8 +408,8 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
   if (device->pipelineStatistics) pipelineInfo.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   // The pipeline cache is internally synchronised (created without EXTERNALLY_SYNCHRONIZED).
   VkPipeline pipeline = VK_NULL_HANDLE;
-  VkResult result = vkCreateComputePipelines(device->vk(), device->pipelineCache.get(), 1, &pipelineInfo, nullptr,
-                                             &pipeline);
+  VkResult result =
+      vkCreateComputePipelines(device->vk(), device->pipelineCache.get(), 1, &pipelineInfo, nullptr, &pipeline);
   lock.lock();
   device->pipelinesBuilding.erase(key);
   device->pipelineBuilt.notify_all();  // waiters find the pipeline, or build it themselves after a failure

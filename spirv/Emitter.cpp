@@ -1482,7 +1482,8 @@ std::vector<uint32_t> Emitter::run() {
     b_.entryPoint(spv::ExecutionModel::GLCompute, fnId, "main", interface_);
     b_.executionModeId(fnId, spv::ExecutionMode::LocalSizeId, wgs);
     if (options_.nativeBfloat16 && stats_.bfloatNarrowings > 0) {
-      // Metal's narrowing rounds to nearest even; without this a narrowing OpFConvert may truncate (the H200's does).
+      // Metal's narrowing rounds to nearest even; without this a narrowing OpFConvert may truncate (the H200's driver
+      // truncates even with it: docs/BFLOAT16.md).
       b_.capability(spv::Capability::RoundingModeRTE);
       b_.executionMode(fnId, spv::ExecutionMode::RoundingModeRTE, {16});
     }

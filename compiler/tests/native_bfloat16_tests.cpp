@@ -1,6 +1,7 @@
 // The native-bfloat16 build: only kernels that narrow float to bfloat get it; it differs from the portable build in
 // the narrowings (OpFConvert to SPV_KHR_bfloat16's type instead of the integer rounding) and in declaring
-// BFloat16TypeKHR and RoundingModeRTE (16-bit results round to nearest even, as Metal's do); emitting it leaves the portable build byte for byte what it is without it.
+// BFloat16TypeKHR and RoundingModeRTE (16-bit results round to nearest even, as Metal's do); emitting it leaves the
+// portable build byte for byte what it is without it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,7 +29,8 @@ kernel void widen_only(const device bfloat* in [[buffer(0)]], device float* out 
 kernel void no_bfloat(device float* data [[buffer(0)]], uint i [[thread_position_in_grid]]) { data[i] += 1.0f; }
 )";
 
-constexpr uint32_t kOpCapability = 17, kOpExecutionMode = 16, kOpTypeFloat = 22, kOpTypeVector = 23, kOpFConvert = 115, kOpIsNan = 156;
+constexpr uint32_t kOpCapability = 17, kOpExecutionMode = 16, kOpTypeFloat = 22, kOpTypeVector = 23, kOpFConvert = 115,
+                   kOpIsNan = 156;
 constexpr uint32_t kBFloat16Type = 5116, kBFloat16CooperativeMatrix = 5118, kRoundingModeRTE = 4467;  // capabilities
 constexpr uint32_t kExecutionModeRoundingModeRTE = 4462;
 
@@ -106,8 +108,9 @@ TEST(NativeBfloat16, NarrowsWithConversionsUnderTheTypeCapabilityAlone) {
   // 16-bit results round to nearest even (float controls)
   EXPECT_TRUE(native.hasCapability(kRoundingModeRTE));
   auto modes = native.executionModes();
-  EXPECT_NE(std::find(modes.begin(), modes.end(), std::vector<uint32_t>{kExecutionModeRoundingModeRTE, 16}), modes.end());
-  // the reflection is the portable one's but for the capability and extension
+  EXPECT_NE(std::find(modes.begin(), modes.end(), std::vector<uint32_t>{kExecutionModeRoundingModeRTE, 16}),
+            modes.end());
+  // the reflection is the portable one's but for the capabilities and the extension
   m2v::KernelReflection r = k.nativeBfloat16->reflection;
   EXPECT_NE(std::find(r.extensions.begin(), r.extensions.end(), "SPV_KHR_bfloat16"), r.extensions.end());
   std::erase(r.capabilities, "BFloat16TypeKHR");

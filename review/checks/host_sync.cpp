@@ -42,7 +42,8 @@ void checkHostSync(const Site& s, Out& out) {
   if (waitsForHostThread(ev)) {
     Candidate c{"host-sync"};
     c.nonIssue = true;
-    c.reason = code(ev.text) + " waits for another host thread (`" + ev.receiverType +
+    c.reason = code(ev.text) + " waits for another host thread (`" +
+               (ev.receiverType.empty() ? ev.qualName : ev.receiverType) +
                "`), not for the GPU: the stream's recorded work is not drained.";
     out.push_back(c);
     return;
