@@ -14,7 +14,7 @@ path, compiled once; each path's report is PREFIX-MODE and --floor applies to ea
 --warm-jobs N first runs every case once on N threads, each with its own stream, and discards those results, so that
 the driver can build the cases' pipelines side by side (seconds each for MLX's NAX kernels) and the reported pass, one
 case at a time as always, finds them built. Not yet shown to pay: on the H200 16 threads did not finish the 66 NAX
-cases' warm pass in 355 s, about what one thread takes (bench/membound-round5.md says what to check).
+cases' warm pass in 355 s, about what one thread would take (bench/membound-round5.md says what to check).
 A case waits the device's budget (seconds on a GPU, minutes on a CPU device; cases known to be long have a multiple,
 --budget-scale overrides it) before it counts as hung; a timeout or a lost device fails that case alone, and the
 cases after it run on a new device.
