@@ -396,6 +396,18 @@ PYBIND11_MODULE(_core, m) {
     d["disk_writes"] = s.diskWrites;
     return d;
   });
+  m.def(
+      "pipeline_stats",
+      []() {
+        m2v::DeviceStats s = currentDevice().stats();
+        py::dict d;
+        d["created"] = s.pipelinesCreated;
+        d["memory_hits"] = s.pipelineMemoryHits;
+        d["build_s"] = s.pipelineBuildSeconds;
+        return d;
+      },
+      "The process's device's pipelines: how many were built, lookups the in-memory cache served, and the driver's "
+      "build time summed over builds (threads building at once each count theirs).");
   m.def("cache_dir", []() { return moduleCacheDirectory(); });
   m.def(
       "cooperative_matrix_unavailable_reason",

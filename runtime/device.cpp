@@ -734,6 +734,7 @@ DeviceStats Device::stats() const {
   DeviceStats s;
   std::lock_guard lock(state_->pipelineMutex);
   s.pipelinesCreated = state_->pipelinesCreated;
+  s.pipelineBuildSeconds = double(state_->pipelineBuildNs) * 1e-9;
   s.pipelineMemoryHits = state_->pipelineMemoryHits.load();
   s.diskCacheBytesLoaded = state_->diskCacheBytesLoaded;
   s.diskCachePath = state_->pipelineCachePath;

@@ -61,6 +61,7 @@ struct DeviceState {
   std::unordered_map<uint32_t, UniquePipelineLayout> layoutsByPushSize;
   std::unordered_map<std::string, UniquePipeline> pipelines;
   uint64_t pipelinesCreated = 0;
+  uint64_t pipelineBuildNs = 0;
   std::atomic<uint64_t> pipelineMemoryHits{0};
 
   // Required subgroup size -> lanes the probe kernel actually saw (see Device::createKernel).

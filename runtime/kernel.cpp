@@ -1,6 +1,7 @@
 // Kernels: module + reflection checks against the device, specialisation and the device-wide pipeline cache.
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -284,8 +285,10 @@ const KernelReflection& Kernel::reflection() const {
   return object_->reflection;
 }
 
-// One line per pipeline executable: "m2v pipeline statistics: ENTRY (TGxTGyTGz) EXECUTABLE: NAME VALUE, ...".
-static void printPipelineStatistics(VkDevice vk, VkPipeline pipeline, const std::string& entry, const Size3& tg) {
+// One line per pipeline executable: "m2v pipeline statistics: ENTRY (TGxTGyTGz) built in MS ms, EXECUTABLE: NAME
+// VALUE, ...".
+static void printPipelineStatistics(VkDevice vk, VkPipeline pipeline, const std::string& entry, const Size3& tg,
+                                    uint64_t buildNs) {
   auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
       vkGetDeviceProcAddr(vk, "vkGetPipelineExecutablePropertiesKHR"));
   auto statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
@@ -303,7 +306,8 @@ static void printPipelineStatistics(VkDevice vk, VkPipeline pipeline, const std:
     std::vector<VkPipelineExecutableStatisticKHR> stats(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
     if (statistics(vk, &which, &n, stats.data()) != VK_SUCCESS) continue;
     std::string line = "m2v pipeline statistics: " + entry + " (" + std::to_string(tg.x) + "x" +
-                       std::to_string(tg.y) + "x" + std::to_string(tg.z) + ") " + executables[i].name + ":";
+                       std::to_string(tg.y) + "x" + std::to_string(tg.z) + ") built in " +
+                       std::to_string(buildNs / 1000000) + " ms, " + executables[i].name + ":";
     for (uint32_t j = 0; j < n; ++j) {
       const VkPipelineExecutableStatisticKHR& st = stats[j];
       std::string value;
@@ -408,13 +412,17 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
   if (device->pipelineStatistics) pipelineInfo.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   // The pipeline cache is internally synchronised (created without EXTERNALLY_SYNCHRONIZED).
   VkPipeline pipeline = VK_NULL_HANDLE;
+  const auto start = std::chrono::steady_clock::now();
   VkResult result =
       vkCreateComputePipelines(device->vk(), device->pipelineCache.get(), 1, &pipelineInfo, nullptr, &pipeline);
+  const uint64_t buildNs = uint64_t(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   lock.lock();
+  device->pipelineBuildNs += buildNs;
   device->pipelinesBuilding.erase(key);
   device->pipelineBuilt.notify_all();  // waiters find the pipeline, or build it themselves after a failure
   vkCheck(result, "vkCreateComputePipelines", device.get());
-  if (device->pipelineStatistics) printPipelineStatistics(device->vk(), pipeline, reflection.entry, tg);
+  if (device->pipelineStatistics) printPipelineStatistics(device->vk(), pipeline, reflection.entry, tg, buildNs);
   device->pipelines.emplace(std::move(key), UniquePipeline(device->vk(), pipeline));
   device->pipelinesCreated++;
   device->pipelineCacheDirty = true;

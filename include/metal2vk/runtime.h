@@ -120,6 +120,7 @@ struct DeviceInfo {
 
 struct DeviceStats {
   uint64_t pipelinesCreated = 0;      // vkCreateComputePipelines calls
+  double pipelineBuildSeconds = 0;    // their wall time, summed (threads building at once each count theirs)
   uint64_t pipelineMemoryHits = 0;    // lookups served by the in-memory cache (device-wide)
   uint64_t diskCacheBytesLoaded = 0;  // size of the VkPipelineCache blob read at startup (0: none)
   std::string diskCachePath;          // empty when the disk cache is disabled

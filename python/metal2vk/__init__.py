@@ -51,6 +51,7 @@ from ._core import (  # noqa: F401
     devices,
     load_kernel,
     metal_kernel,
+    pipeline_stats,
     set_device,
     validation_messages,
 )
@@ -58,7 +59,7 @@ from ._core import (  # noqa: F401
 __all__ = [
     "metal_kernel", "MetalKernel", "devices", "set_device", "device_info", "bfloat16", "to_bfloat16",
     "from_bfloat16", "is_bfloat16", "cache_stats", "cache_dir", "clear_memory_cache", "compiler_version",
-    "validation_messages", "cooperative_matrix_unavailable_reason", "compile_library", "load_kernel", "Library", "Kernel", "Buffer", "Stream",
+    "validation_messages", "pipeline_stats", "cooperative_matrix_unavailable_reason", "compile_library", "load_kernel", "Library", "Kernel", "Buffer", "Stream",
     "Error", "CompileError", "UnsupportedError", "UsageError", "DeviceError",
 ]
 

@@ -133,6 +133,30 @@ def test_threads_record_on_their_own_streams(lib):
     assert all(own)
 
 
+def test_pipeline_stats_count_builds_and_their_time(lib):
+    s = m2v.Stream()
+    x = np.arange(256, dtype=np.int32)
+    bx, by = s.buffer(x), m2v.Buffer(256 * 4)
+
+    def reverse(group):
+        s.set_kernel(lib["tg_reverse"])
+        s.set_threadgroup_memory_length(group * 4, 0)
+        s.set_buffer(bx, 0)
+        s.set_buffer(by, 1)
+        s.dispatch_threadgroups((256 // group, 1, 1), (group, 1, 1))
+        s.synchronize()
+
+    reverse(32)  # whatever an earlier test built
+    first = m2v.pipeline_stats()
+    reverse(16)  # a threadgroup size no test used: a new pipeline
+    second = m2v.pipeline_stats()
+    reverse(16)  # the same: served from memory
+    third = m2v.pipeline_stats()
+    assert second["created"] == first["created"] + 1 and second["build_s"] > first["build_s"]
+    assert third["created"] == second["created"] and third["build_s"] == second["build_s"]
+    assert third["memory_hits"] > second["memory_hits"]
+
+
 def test_only_requested_entries(project):
     lib = m2v.compile_library(str(project / "kernels.metal"), entries=["tg_reverse"])
     assert lib.names() == ["tg_reverse"]
