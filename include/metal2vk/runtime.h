@@ -6,7 +6,8 @@
 //             MTLStorageModeShared). Reference counted: a Stream keeps every buffer it recorded alive until the GPU
 //             has finished with it, so dropping a Buffer early is safe.
 //   Kernel  - SPIR-V module + KernelReflection (MTLFunction). Pipelines (MTLComputePipelineState) are created lazily at
-//             dispatch time, one per (module hash, workgroup size, function constants, threadgroup lengths).
+//             dispatch time, one per (module hash, workgroup size, function constants, threadgroup lengths); threads
+//             recording on their own streams build different pipelines at once, the same one once.
 //   Stream  - command queue + command buffer + compute encoder in one object. Commands (dispatch, upload, fill,
 //             copy, readback) are recorded into a VkCommandBuffer; every `batchSize` dispatches (or at commit /
 //             synchronize) the batch is submitted and signals the stream's timeline semaphore with the next value.
