@@ -1,4 +1,5 @@
 """The library face: compile a multi-file .metal project, then launch its kernels the way Metal host code does."""
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -113,8 +114,6 @@ def test_offsets_threadgroup_memory_and_many_dispatches(lib):
 def test_threads_record_on_their_own_streams(lib):
     """Dispatches (and the pipeline builds behind them) run without the GIL: threads record at once, each on its own
     stream (a stream shared between threads takes their calls one at a time)."""
-    import concurrent.futures
-
     n = 512
     x = np.arange(n, dtype=np.int32)
 

@@ -4,10 +4,11 @@ native-bfloat16 one (OpFConvert to VK_KHR_shader_bfloat16's bfloat16 type; docs/
 Each kernel runs with the default (the portable build) and, where M2V_NATIVE_BFLOAT16=1 asks for it, once more with
 the native build (compiled and run where the device has shaderBFloat16Type). Both must give the bits of numpy's
 round-to-nearest-even narrowing of the same float values, and so each other's, except that a NaN may come back as any
-quiet NaN. The Vulkan specification leaves the rounding of a narrowing OpFConvert to the implementation: this test
-is what says a device's rounding is the one Metal's bfloat has. On the H200 (driver 580.159.04) it is not: the
-conversion truncates (docs/BFLOAT16.md), which is why the native build is opt-in. The native half is skipped, saying
-why, unless M2V_NATIVE_BFLOAT16=1 and the device has the type."""
+quiet NaN. The Vulkan specification leaves the rounding of a narrowing OpFConvert to the implementation, and the
+native build asks for round-to-nearest-even (RoundingModeRTE): this test is what says a device's rounding is the one
+Metal's bfloat has. On the H200 (driver 580.159.04) it is not: the conversion truncates, mode or not
+(docs/BFLOAT16.md), which is why the native build is opt-in. The native half is skipped, saying why, unless
+M2V_NATIVE_BFLOAT16=1 and the device has the type and the rounding mode."""
 
 import os
 
