@@ -16,6 +16,8 @@ namespace m2v::metal {
 namespace {
 
 constexpr uint64_t kEventPollNs = 100'000'000;  // host waits wake this often to notice a queue being destroyed
+// Set on the completion thread while it runs handlers: a handler's own event waits do not wait for handlers.
+thread_local bool runningHandlers = false;
 
 double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -180,6 +182,8 @@ size_t QueueCore::submitSegments(CommandBufferImpl* buffer, size_t first) {
 void QueueCore::commit(CommandBufferImpl* buffer) {
   buffer->retain();  // until retired by the completion thread
   buffer->startTime = nowSeconds();
+  for (const auto& segment : buffer->segments)
+    for (const auto& [event, value] : segment.signals) event->expectHandlers(value);
   std::lock_guard lock(submitMutex_);
   size_t next = 0;
   if (toSubmit_.empty() && !submitting_) {
@@ -280,9 +284,13 @@ void QueueCore::completionLoop() {
     {
       // Handlers run inside a pool, as Metal's do: what they autorelease is freed after them.
       auto pool = NS::TransferPtr(NS::AutoreleasePool::alloc()->init());
+      runningHandlers = true;
       runHandlers(buffer, scheduled);
       runHandlers(buffer, completed);
+      runningHandlers = false;
     }
+    for (const auto& segment : buffer->segments)
+      for (const auto& [event, value] : segment.signals) event->handlersRan(value);
     for (auto& segment : buffer->segments)
       if (segment.stream) {
         if (streamsUsable) returnStream(std::move(*segment.stream), segment.streamGeneration);
@@ -298,6 +306,30 @@ void QueueCore::completionLoop() {
     buffer->release();
     lock.lock();
   }
+}
+
+void SharedEventImpl::expectHandlers(uint64_t value) {
+  std::lock_guard lock(handlersMutex_);
+  signalsAwaitingHandlers_.insert(value);
+}
+
+void SharedEventImpl::handlersRan(uint64_t value) {
+  {
+    std::lock_guard lock(handlersMutex_);
+    if (auto it = signalsAwaitingHandlers_.find(value); it != signalsAwaitingHandlers_.end())
+      signalsAwaitingHandlers_.erase(it);
+  }
+  handlersDone_.notify_all();
+}
+
+bool SharedEventImpl::waitForHandlers(uint64_t value, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(handlersMutex_);
+  auto done = [&] { return signalsAwaitingHandlers_.empty() || *signalsAwaitingHandlers_.begin() > value; };
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    handlersDone_.wait(lock, done);
+    return true;
+  }
+  return handlersDone_.wait_until(lock, deadline, done);
 }
 
 }  // namespace m2v::metal
@@ -640,11 +672,15 @@ void SharedEvent::setSignaledValue(uint64_t value) {
 }
 bool SharedEvent::waitUntilSignaledValue(uint64_t value, uint64_t milliseconds) {
   uint64_t ns = milliseconds >= UINT64_MAX / 1000000 ? UINT64_MAX : milliseconds * 1000000;
+  auto deadline = ns >= uint64_t(std::chrono::nanoseconds::max().count()) / 2
+                      ? std::chrono::steady_clock::time_point::max()
+                      : std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
   try {
-    return eventOf(this)->event.wait(value, ns);
+    if (!eventOf(this)->event.wait(value, ns)) return false;
   } catch (const std::exception&) {
     return false;
   }
+  return runningHandlers || eventOf(this)->waitForHandlers(value, deadline);
 }
 
 }  // namespace MTL

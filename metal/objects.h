@@ -7,11 +7,13 @@
 #include "metal2vk/metal_statistics.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -263,6 +265,20 @@ class SharedEventImpl final : public MTL::SharedEvent {
   m2v::Event event;
   uint64_t generation = 0;
   Labelled label;
+
+  // A host wait for a value returns once the completed handlers of the committed command buffers that signal up to
+  // that value have run, not only once the GPU signalled it. MLX's eval returns on an event, and the handler of the
+  // command buffer that signalled it releases the arrays its kernels read: an operation recorded right after must
+  // find them released to reuse (donate) their memory, as it does on Apple's GPUs, whose handlers run promptly.
+  void expectHandlers(uint64_t value);  // at commit, per signal
+  void handlersRan(uint64_t value);     // after the command buffer's completed handlers
+  // Waits (until `deadline`) for the handlers of signals up to `value`; false on timeout.
+  bool waitForHandlers(uint64_t value, std::chrono::steady_clock::time_point deadline);
+
+ private:
+  std::mutex handlersMutex_;
+  std::condition_variable handlersDone_;
+  std::multiset<uint64_t> signalsAwaitingHandlers_;
 };
 
 class CommandBufferImpl;

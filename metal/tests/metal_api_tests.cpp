@@ -612,6 +612,47 @@ TEST_F(MetalApi, SharedEventsOrderCommandBuffers) {
   for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(y.get())[i], float(n - 1 - i) * 2.0f + 1.0f) << i;
 }
 
+// MLX's eval waits on an event its last command buffer signals, then records the next operation, which may reuse
+// (donate) the memory of arrays that command buffer's completed handler releases: a host wait returns only after
+// the handlers of the command buffers that signalled up to its value have run.
+TEST_F(MetalApi, EventWaitsReturnAfterTheSignallersHandlers) {
+  const uint32_t n = 256;
+  auto x = sharedBuffer(n);
+  auto fill = pipeline("fill_index");
+  auto done = NS::TransferPtr(device_->newSharedEvent());
+  for (uint64_t value = 1; value <= 3; ++value) {
+    std::atomic<bool> released{false};
+    MTL::CommandBuffer* cb = queue_->commandBuffer();
+    auto* enc = cb->computeCommandEncoder(MTL::DispatchTypeConcurrent);
+    enc->setComputePipelineState(fill.get());
+    enc->setBuffer(x.get(), 0, 0);
+    enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(64, 1, 1));
+    enc->endEncoding();
+    cb->encodeSignalEvent(done.get(), value);
+    cb->addCompletedHandler([&released](MTL::CommandBuffer*) {
+      std::this_thread::sleep_for(50ms);  // a slow handler: the GPU's signal is long visible by now
+      released = true;
+    });
+    cb->commit();
+    ASSERT_TRUE(done->waitUntilSignaledValue(value, 60000));
+    EXPECT_TRUE(released.load()) << "the wait for " << value << " returned before the signaller's handler ran";
+    cb->waitUntilCompleted();
+  }
+  // A wait with a deadline that the handlers outlast times out, as one that the GPU misses does.
+  std::atomic<bool> release{false};
+  MTL::CommandBuffer* cb = queue_->commandBuffer();
+  cb->encodeSignalEvent(done.get(), 4);
+  cb->addCompletedHandler([&release](MTL::CommandBuffer*) {
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  cb->commit();
+  EXPECT_FALSE(done->waitUntilSignaledValue(4, 100));
+  EXPECT_EQ(done->signaledValue(), 4u);  // the GPU's signal itself is there
+  release = true;
+  EXPECT_TRUE(done->waitUntilSignaledValue(4, 60000));
+  cb->waitUntilCompleted();
+}
+
 TEST_F(MetalApi, FailedCommandBufferReportsAndTheNextRuns) {
   auto state = pipeline("reverse_plus_one");
   auto fill = pipeline("fill_index");
