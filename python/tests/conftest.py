@@ -21,6 +21,27 @@ def run_simd(kernel, **kwargs):
         pytest.skip(f"kernel needs 32-wide simdgroups; this device refuses it: {e}")
 
 
+def stream_with(kernel):
+    """A stream with `kernel` set; skips (with the reason) where the device refuses it (32-wide simdgroups)."""
+    s = m2v.Stream()
+    try:
+        s.set_kernel(kernel)
+    except m2v.UnsupportedError as e:
+        pytest.skip(str(e).splitlines()[0])
+    return s
+
+
+def bind_arrays(stream, arrays):
+    """Uploads each array into a buffer of its own, bound at buffer indices 0, 1, ...; returns the buffers."""
+    bufs = []
+    for i, a in enumerate(arrays):
+        b = m2v.Buffer(a.nbytes)
+        stream.upload(b, a)
+        stream.set_buffer(b, i)
+        bufs.append(b)
+    return bufs
+
+
 @pytest.fixture(autouse=True)
 def no_validation_messages():
     """With M2V_VALIDATION=1 (as ctest runs it) any Vulkan validation message fails the test."""

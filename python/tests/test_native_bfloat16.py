@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import metal2vk as m2v
+from conftest import bind_arrays
 
 SOURCE = """
 #include <metal_stdlib>
@@ -164,12 +165,7 @@ def run(kernel, inputs, outputs, count):
     """inputs: arrays; outputs: (dtype, element count); `count` threads. Returns the output arrays."""
     s = m2v.Stream()
     s.set_kernel(kernel)
-    bufs = []
-    for i, a in enumerate(inputs):
-        b = m2v.Buffer(a.nbytes)
-        s.upload(b, a)
-        s.set_buffer(b, i)
-        bufs.append(b)
+    bind_arrays(s, inputs)
     outs = []
     for j, (dtype, n) in enumerate(outputs):
         b = m2v.Buffer(n * np.dtype(dtype).itemsize)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import metal2vk as m2v
+from conftest import bind_arrays, stream_with
 
 SOURCE = """
 #include <metal_stdlib>
@@ -229,17 +230,8 @@ def path(request, matrix_path):
 
 
 def run(kernel, arrays, out_shape, groups, threads=(32, 1, 1), scalars=()):
-    s = m2v.Stream()
-    try:
-        s.set_kernel(kernel)
-    except m2v.UnsupportedError as e:  # lavapipe: no 32-wide simdgroups
-        pytest.skip(str(e).splitlines()[0])
-    bufs = []
-    for i, a in enumerate(arrays):
-        b = m2v.Buffer(a.nbytes)
-        s.upload(b, a)
-        s.set_buffer(b, i)
-        bufs.append(b)
+    s = stream_with(kernel)  # lavapipe: no 32-wide simdgroups
+    bind_arrays(s, arrays)
     out = m2v.Buffer(int(np.prod(out_shape)) * 4)
     s.set_buffer(out, len(arrays))
     for k, v in scalars:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import metal2vk as m2v
+from conftest import bind_arrays, stream_with
 
 SOURCE = """
 #include <metal_stdlib>
@@ -132,17 +133,8 @@ def test_builds(lib):
 def run_one_simdgroup(kernel, arrays, out_shape):
     """Binds `arrays` at buffers 0.. (the last one is C, read back as float32 of out_shape) and runs one simdgroup;
     skips where the device cannot run 32-wide simdgroups (lavapipe)."""
-    s = m2v.Stream()
-    try:
-        s.set_kernel(kernel)
-    except m2v.UnsupportedError as e:
-        pytest.skip(str(e).splitlines()[0])
-    bufs = []
-    for i, x in enumerate(arrays):
-        b = m2v.Buffer(x.nbytes)
-        s.upload(b, x)
-        s.set_buffer(b, i)
-        bufs.append(b)
+    s = stream_with(kernel)
+    bufs = bind_arrays(s, arrays)
     s.dispatch_threadgroups((1, 1, 1), (32, 1, 1))
     return s.read(bufs[-1], np.float32, out_shape)
 
