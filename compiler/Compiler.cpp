@@ -24,9 +24,9 @@
 
 namespace m2v {
 
-bool nativeBfloat16Requested() {
+bool buildsNativeBfloat16(const CompileOptions& options) {
   const char* env = std::getenv("M2V_NATIVE_BFLOAT16");
-  return env && std::string(env) == "1";
+  return options.nativeBfloat16 || (env && std::string(env) == "1");
 }
 
 const char* compilerVersion() { return "metal2vk-0.1.0-abi1"; }
@@ -72,8 +72,7 @@ std::optional<CompiledModule> buildModule(llvm::Module& m, const frontend::Entry
   // conversions (docs/BFLOAT16.md, M2V_NATIVE_BFLOAT16). Like the cooperative build it is checked by the driver: this
   // SPIRV-Tools predates SPV_KHR_bfloat16. A failure here is a compiler bug in the variant; the kernel keeps its
   // portable build.
-  if (path == lower::MatrixPath::Shuffle && (options.nativeBfloat16 || nativeBfloat16Requested()) &&
-      stats.bfloatNarrowings > 0) {
+  if (path == lower::MatrixPath::Shuffle && buildsNativeBfloat16(options) && stats.bfloatNarrowings > 0) {
     CompiledModule native;
     native.reflection = lowered;
     Diagnostics variantDiags;

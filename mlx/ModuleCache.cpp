@@ -103,7 +103,7 @@ std::string optionsText(const CompileOptions& o) {
   for (const auto& d : o.includeDirs) s += "I=" + d + ";";
   for (const auto& [k, v] : o.defines) s += "D=" + k + "=" + v + ";";
   s += o.validate ? "validate;" : "";
-  s += o.nativeBfloat16 || nativeBfloat16Requested() ? "native-bfloat16;" : "";
+  s += buildsNativeBfloat16(o) ? "native-bfloat16;" : "";
   return s;
 }
 

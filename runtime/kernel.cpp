@@ -417,12 +417,14 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
       vkCreateComputePipelines(device->vk(), device->pipelineCache.get(), 1, &pipelineInfo, nullptr, &pipeline);
   const uint64_t buildNs = uint64_t(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  // The driver's statistics queries run outside the lock too.
+  if (result == VK_SUCCESS && device->pipelineStatistics)
+    printPipelineStatistics(device->vk(), pipeline, reflection.entry, tg, buildNs);
   lock.lock();
   device->pipelineBuildNs += buildNs;
   device->pipelinesBuilding.erase(key);
   device->pipelineBuilt.notify_all();  // waiters find the pipeline, or build it themselves after a failure
   vkCheck(result, "vkCreateComputePipelines", device.get());
-  if (device->pipelineStatistics) printPipelineStatistics(device->vk(), pipeline, reflection.entry, tg, buildNs);
   device->pipelines.emplace(std::move(key), UniquePipeline(device->vk(), pipeline));
   device->pipelinesCreated++;
   device->pipelineCacheDirty = true;

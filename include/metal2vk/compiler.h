@@ -31,13 +31,14 @@ struct CompileOptions {
   bool cooperativeMatrix = true;
   // Also build each kernel whose portable build narrows float to bfloat with those narrowings on
   // VK_KHR_shader_bfloat16 conversions (CompiledModule::nativeBfloat16). Off unless asked for, here or by
-  // M2V_NATIVE_BFLOAT16=1 (nativeBfloat16Requested): on the H200 that conversion truncates where Metal's bfloat
+  // M2V_NATIVE_BFLOAT16=1 (buildsNativeBfloat16): on the H200 that conversion truncates where Metal's bfloat
   // rounds to nearest even (docs/BFLOAT16.md).
   bool nativeBfloat16 = false;
 };
 
-// M2V_NATIVE_BFLOAT16=1: compile native-bfloat16 builds and run them where the device has the bfloat16 type.
-bool nativeBfloat16Requested();
+// Whether a compile with `options` makes native-bfloat16 builds: options.nativeBfloat16, or M2V_NATIVE_BFLOAT16=1
+// (which also runs them where the device has the bfloat16 type).
+bool buildsNativeBfloat16(const CompileOptions& options);
 
 // One SPIR-V module of a kernel and its reflection.
 struct CompiledModule {
