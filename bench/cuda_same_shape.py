@@ -36,10 +36,20 @@ __device__ inline S from_f(float f) { return f; }
 typedef unsigned short S;
 __device__ inline float to_f(S v) { return __half2float(__ushort_as_half(v)); }
 __device__ inline S from_f(float f) { return __half_as_ushort(__float2half_rn(f)); }
-#else
+#elif ELEM == 2
 typedef unsigned short S;
 __device__ inline float to_f(S v) { return __bfloat162float(__ushort_as_bfloat16(v)); }
 __device__ inline S from_f(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
+#else
+// bfloat16 rounded to nearest even in integer arithmetic, as metal2vk's portable build narrows (docs/BFLOAT16.md)
+// where a Vulkan device has no correctly rounding conversion: what the GPU's own conversion saves.
+typedef unsigned short S;
+__device__ inline float to_f(S v) { return __uint_as_float(unsigned(v) << 16); }
+__device__ inline S from_f(float f) {
+  unsigned u = __float_as_uint(f);
+  unsigned rounded = u + 0x7fffu + ((u >> 16) & 1u);
+  return S((f != f ? (u | 0x400000u) : rounded) >> 16);  // a NaN stays a NaN, made quiet
+}
 #endif
 """
 
@@ -175,8 +185,9 @@ rms_looped(const S* __restrict__ x, const S* __restrict__ w, S* __restrict__ out
 }
 """
 
-_ELEM = {"f32": 0, "f16": 1, "bf16": 2}
-_ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2}
+# "bf16-int": bfloat16 narrowed by the integer rounding of metal2vk's portable build instead of the GPU's conversion.
+_ELEM = {"f32": 0, "f16": 1, "bf16": 2, "bf16-int": 3}
+_ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "bf16-int": 2}
 UNARY_OPS = {"Exp": "op_exp"}  # the ops with a reference: the device function computing each in float
 BINARY_OPS = {"Add": "op_add"}
 MAX_THREADS = 1024  # the threadgroup limit MLX's host code reads from the pipeline
@@ -315,8 +326,8 @@ def main():
 
     eps = 1e-5
     torch.manual_seed(0)
-    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-    for dt in ("f32", "f16", "bf16"):
+    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "bf16-int": torch.bfloat16}
+    for dt in ("f32", "f16", "bf16", "bf16-int"):
         n = 1 << 26
         x = (torch.rand(n, device="cuda") * 8 - 4).to(tdt[dt])
         y = (torch.rand(n, device="cuda") * 8 - 4).to(tdt[dt])

@@ -7,6 +7,7 @@ summary also counts those separately. Whatever the input, m2v must exit with 0, 
 error or a timeout.
 
     compile_library.py [--mlx ROOT] [--m2v PATH] [--sample K] [--nax-sample K] [--floor FILE] [--report PREFIX] [-j N]
+                       [--filter SUBSTR] [--exclude SUBSTR]...
 
 --sample K compiles every file, but of a file with more than 40 entry points only every K-th entry (the first
 included): the fixed sample CI runs. --floor FILE fails (exit 1) when fewer valid modules come out than the number
@@ -119,6 +120,8 @@ def main():
     ap.add_argument("--timeout", type=int, help="seconds per file (default: an hour, or 10 s per selected entry point "
                     "when that is more: quantized_nax.metal's 864 took 3,810 s on 2 busy cores)")
     ap.add_argument("--filter", default="", help="only files whose path contains this")
+    ap.add_argument("--exclude", action="append", default=[], metavar="SUBSTR",
+                    help="leave out the files whose path contains SUBSTR (to split the library between machines)")
     args = ap.parse_args()
 
     if not os.path.isfile(os.path.join(args.mlx, "entry_points.tsv")):
@@ -128,7 +131,7 @@ def main():
     rows, failures, bad_exits = [], [], []
     totals = collections.Counter()
     for path, info in files.items():
-        if args.filter not in path:
+        if args.filter not in path or any(x in path for x in args.exclude):
             continue
         wanted = sample(info["entries"], (args.nax_sample or args.sample) if info["nax"] else args.sample, info["nax"])
         timeout = args.timeout or max(3600, 10 * len(wanted))
@@ -167,6 +170,8 @@ def main():
         with open(args.report + ".md", "w") as f:
             f.write("# MLX kernel library: compile report\n\n")
             nax_arg = f" --nax-sample {args.nax_sample}" if args.nax_sample else ""
+            nax_arg += f" --filter {args.filter}" if args.filter else ""
+            nax_arg += "".join(f" --exclude {x}" for x in args.exclude)
             f.write(f"`corpus/mlx-library/compile_library.py --sample {args.sample}{nax_arg}` (m2v compile with MLX's "
                     f"flags, -j {args.jobs}). {summary}.\n\n")
             f.write("| file | entry points | valid | failed | seconds | peak MiB | exit |\n"

@@ -2,7 +2,8 @@
 """Runs MLX's kernel library as MLX launches it, on the default Vulkan device, against numpy references.
 
     run_library.py [--mlx ROOT] [--filter SUBSTR]... [--family NAME]... [--exclude-family NAME]... [--seed S]
-                   [--report PREFIX] [--floor FILE] [-j N] [--matrix-path MODE]... [--warm-jobs N] [--list]
+                   [--report PREFIX] [--floor FILE] [-j N] [--matrix-path MODE]... [--warm-jobs N]
+                   [--processes N] [--shard K/N] [--list]
 
 Cases live in cases/*.py (see mlxrun.py). Each case ends in one stage: `compile` (an entry point did not compile),
 `refused` (the device cannot run it, e.g. 32-wide simdgroups on lavapipe), `error` (a runtime or harness error),
@@ -15,6 +16,9 @@ path, compiled once; each path's report is PREFIX-MODE and --floor applies to ea
 the driver can build the cases' pipelines side by side (seconds each for MLX's NAX kernels) and the reported pass, one
 case at a time as always, finds them built. Not yet shown to pay: on the H200 16 threads did not finish the 66 NAX
 cases' warm pass in 355 s, about what one thread would take (bench/membound-round5.md says what to check).
+--processes N deals the cases to N processes of this script (--shard K/N: cases K, K+N, ...), each compiling its own
+cases' entry points with -j/N jobs and building its own pipelines, and merges their reports: the way to have the
+driver build many large pipelines side by side.
 A case waits the device's budget (seconds on a GPU, minutes on a CPU device; cases known to be long have a multiple,
 --budget-scale overrides it) before it counts as hung; a timeout or a lost device fails that case alone, and the
 cases after it run on a new device.
@@ -28,8 +32,11 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -73,26 +80,27 @@ def case_seed(seed, name):
     return int.from_bytes(hashlib.sha256(f"{seed}:{name}".encode()).digest()[:8], "little")
 
 
-def write_report(prefix, results, device, seed, elapsed, matrix_path):
-    counts = collections.Counter(r.stage for r in results)
-    rows = []
-    for r in results:
-        rows.append({"case": r.case.name, "family": r.case.family, "file": r.case.file, "kernels": r.case.kernels,
-                     "stage": r.stage, "cause": r.cause, "message": r.message, "gpu_us": r.gpu_us,
-                     "max_error": r.max_error, "dispatches": r.dispatches, "simdgroup_matrix": r.matrix_path,
-                     "note": r.case.note})
+def result_row(r):
+    return {"case": r.case.name, "family": r.case.family, "file": r.case.file, "kernels": r.case.kernels,
+            "stage": r.stage, "cause": r.cause, "message": r.message, "gpu_us": r.gpu_us,
+            "max_error": r.max_error, "dispatches": r.dispatches, "simdgroup_matrix": r.matrix_path,
+            "note": r.case.note}
+
+
+def write_report(prefix, rows, device, seed, elapsed, matrix_path):
+    counts = collections.Counter(r["stage"] for r in rows)
     with open(prefix + ".json", "w") as f:
         json.dump({"device": device, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    "simdgroup_matrix": matrix_path, "seed": seed,
                    "seconds": round(elapsed, 1), "counts": counts, "cases": rows}, f, indent=1)
     fams = collections.OrderedDict()
-    for r in results:
-        fams.setdefault(r.case.family, collections.Counter())[r.stage] += 1
+    for r in rows:
+        fams.setdefault(r["family"], collections.Counter())[r["stage"]] += 1
     with open(prefix + ".md", "w") as f:
         f.write(f"# MLX's kernel library, run as MLX launches it\n\n")
         f.write(f"Device: {device}. {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
                 f"M2V_SIMDGROUP_MATRIX={matrix_path}. Seed {seed}. "
-                f"{len(results)} cases in {elapsed:.0f} s.\n\n")
+                f"{len(rows)} cases in {elapsed:.0f} s.\n\n")
         f.write("| stage | cases |\n|---|---|\n")
         for s in STAGES:
             f.write(f"| {s} | {counts.get(s, 0)} |\n")
@@ -100,21 +108,21 @@ def write_report(prefix, results, device, seed, elapsed, matrix_path):
         for fam, c in fams.items():
             f.write(f"| {fam} | " + " | ".join(str(c.get(s, 0)) for s in STAGES) + " |\n")
         causes = collections.OrderedDict()
-        for r in results:
-            if r.stage != "matched":
-                causes.setdefault(r.cause, []).append(r)
+        for r in rows:
+            if r["stage"] != "matched":
+                causes.setdefault(r["cause"], []).append(r)
         if causes:
             f.write("\n## Not matched, by cause\n")
             for cause, rs in causes.items():
                 f.write(f"\n### {cause} ({len(rs)})\n\n")
                 for r in rs:
-                    f.write(f"- `{r.case.name}`: {r.message}\n")
+                    f.write(f"- `{r['case']}`: {r['message']}\n")
         f.write("\n## Cases\n\n| case | kernels | stage | GPU µs | max error | dispatches |\n|---|---|---|---|---|---|\n")
-        for r in results:
-            gpu = f"{r.gpu_us:.1f}" if r.gpu_us is not None else ""
-            err = f"{r.max_error:.2g}" if r.max_error is not None else ""
-            kern = ", ".join(f"`{k}`" for k in r.case.kernels[:3]) + (" …" if len(r.case.kernels) > 3 else "")
-            f.write(f"| {r.case.name} | {kern} | {r.stage} | {gpu} | {err} | {r.dispatches} |\n")
+        for r in rows:
+            gpu = f"{r['gpu_us']:.1f}" if r["gpu_us"] is not None else ""
+            err = f"{r['max_error']:.2g}" if r["max_error"] is not None else ""
+            kern = ", ".join(f"`{k}`" for k in r["kernels"][:3]) + (" …" if len(r["kernels"]) > 3 else "")
+            f.write(f"| {r['case']} | {kern} | {r['stage']} | {gpu} | {err} | {r['dispatches']} |\n")
 
 
 def main():
@@ -135,6 +143,10 @@ def main():
                     help="run every case on this simdgroup-matrix path (M2V_SIMDGROUP_MATRIX); repeat for several")
     ap.add_argument("--warm-jobs", type=int, default=0, metavar="N",
                     help="build the pipelines first: run the cases once on N threads, results discarded")
+    ap.add_argument("--processes", type=int, default=1, metavar="N",
+                    help="run the cases in N processes side by side and merge their reports")
+    ap.add_argument("--shard", metavar="K/N", help="run only the cases K, K+N, K+2N, ... (what --processes gives "
+                                                   "each process)")
     ap.add_argument("--budget-scale", action="append", default=[], metavar="CASE=SCALE",
                     help="wait SCALE times the device's budget for CASE before it counts as hung (default: the "
                          "case's own, 1 for most)")
@@ -154,6 +166,9 @@ def main():
             sys.exit(f"--budget-scale {spec}: no such case, or no scale")
         for c in matching:
             c.budget_scale = float(scale)
+    if args.shard:
+        k, _, n = args.shard.partition("/")
+        cases = cases[int(k)::int(n)]
     if args.list:
         for c in cases:
             print(f"{c.name}\t{c.file}\t{','.join(c.kernels)}")
@@ -164,33 +179,107 @@ def main():
 
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     device = m2v.device_info()["description"]
-    print(f"{device}; seed {seed}; {len(cases)} cases", file=sys.stderr)
+    print(f"{device}; seed {seed}; {len(cases)} cases" + (f" (shard {args.shard})" if args.shard else ""),
+          file=sys.stderr)
+    if args.processes > 1:
+        stop_on_sigterm()
+        return run_in_processes(args, cases, seed, device)
     t0 = time.time()
     runner = mlxrun.Runner(os.path.abspath(args.mlx), jobs=args.jobs)
     runner.compile(cases)
     compile_s = time.time() - t0
     runner.stream = m2v.Stream(timestamps=True)
     paths = args.matrix_path or [os.environ.get("M2V_SIMDGROUP_MATRIX") or "auto"]
-    # A run stopped from outside (timeout's SIGTERM, Ctrl-C) still writes the report of the cases it finished.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    stop_on_sigterm()
     below = []
     for path in paths:
         os.environ["M2V_SIMDGROUP_MATRIX"] = path  # read when each kernel is (re)loaded
         if args.warm_jobs > 1:
             warm_pipelines(runner, cases, seed, args.warm_jobs)
             runner.stream = m2v.Stream(timestamps=True)  # on the device a fault in the warm pass replaced, if any
-        results, elapsed, interrupted = run_cases(runner, cases, seed, path if len(paths) > 1 else None)
-        elapsed += compile_s
-        counts = collections.Counter(r.stage for r in results)
-        print(("" if len(paths) == 1 else f"[{path}] ") + "; ".join(f"{s} {counts.get(s, 0)}" for s in STAGES) +
-              f"  ({elapsed:.0f} s, seed {seed})")
-        if args.report:
-            write_report(args.report + (f"-{path}" if len(paths) > 1 else ""), results, device, seed, elapsed, path)
-        if args.floor:
-            below += below_floor(args.floor, results, path if len(paths) > 1 else None)
+        # A process of --processes writes its report after every case: one its parent has to kill (stuck in a
+        # driver's pipeline build past the run's time) still leaves the cases it finished.
+        report_so_far = (lambda results, t, path=path: write_report(
+            path_report(args.report, paths, path), [result_row(r) for r in results], device, seed,
+            time.time() - t + compile_s, path)) if args.shard and args.report else None
+        results, elapsed, interrupted = run_cases(runner, cases, seed, path if len(paths) > 1 else None, report_so_far)
+        below += conclude(args, [result_row(r) for r in results], paths, path, device, seed, elapsed + compile_s)
         if interrupted:
             break
     return 1 if below else 0
+
+
+def path_report(prefix, paths, path):
+    """Where one path's report goes: PREFIX, or PREFIX-PATH when the run has several paths."""
+    return prefix + (f"-{path}" if len(paths) > 1 else "")
+
+
+def stop_on_sigterm():
+    """A run stopped from outside (timeout's SIGTERM, Ctrl-C) still writes the report of the cases it finished."""
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+
+def conclude(args, rows, paths, path, device, seed, elapsed):
+    """Prints one path's counts, writes its report, returns its cases below the floor."""
+    counts = collections.Counter(r["stage"] for r in rows)
+    print(("" if len(paths) == 1 else f"[{path}] ") + "; ".join(f"{s} {counts.get(s, 0)}" for s in STAGES) +
+          f"  ({elapsed:.0f} s, seed {seed})")
+    if args.report:
+        write_report(path_report(args.report, paths, path), rows, device, seed, elapsed, path)
+    return below_floor(args.floor, rows, path if len(paths) > 1 else None) if args.floor else []
+
+
+def run_in_processes(args, cases, seed, device):
+    """--processes N: deals the cases to N processes of this script, each compiling its own cases' entry points and
+    building its own pipelines (a driver builds pipelines side by side across processes; see --warm-jobs for threads),
+    then merges their reports in the cases' order. Each process rewrites its report after every case, so one that
+    dies or is killed leaves the cases it finished; the others count as not reached, and the exit status is 1."""
+    n = min(args.processes, len(cases))
+    paths = args.matrix_path or [os.environ.get("M2V_SIMDGROUP_MATRIX") or "auto"]
+    tmp = tempfile.mkdtemp(prefix="run_library.")
+    command = [sys.executable, os.path.abspath(__file__), "--mlx", args.mlx, "--seed", str(seed),
+               "-j", str(max(1, (args.jobs or os.cpu_count() or 1) // n))]
+    for flag, values in (("--filter", args.filter), ("--family", args.family),
+                         ("--exclude-family", args.exclude_family), ("--matrix-path", args.matrix_path),
+                         ("--budget-scale", args.budget_scale)):
+        for v in values:
+            command += [flag, v]
+    t0 = time.time()
+    children = [subprocess.Popen(command + ["--shard", f"{k}/{n}", "--report", os.path.join(tmp, f"shard{k}")])
+                for k in range(n)]
+    try:
+        for child in children:
+            child.wait()
+    except KeyboardInterrupt:  # each child has written the report of the cases it finished, and writes it once more
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.time() + 10  # a child inside a pipeline build hears the signal only when the build returns
+        for child in children:
+            try:
+                child.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+    elapsed = time.time() - t0
+    died = [(k, c.returncode) for k, c in enumerate(children) if c.returncode not in (0, 1)]
+    for k, rc in died:
+        print(f"process {k} of {n} exited with status {rc}: the report has only the cases it finished", file=sys.stderr)
+    below = []
+    for path in paths:
+        by_name = {}
+        for k in range(n):
+            shard = path_report(os.path.join(tmp, f"shard{k}"), paths, path) + ".json"
+            if os.path.exists(shard):
+                with open(shard) as f:
+                    by_name.update((r["case"], r) for r in json.load(f)["cases"])
+        rows = [by_name[c.name] for c in cases if c.name in by_name]
+        if len(rows) < len(cases):
+            print(("" if len(paths) == 1 else f"[{path}] ") + f"{len(cases) - len(rows)} of {len(cases)} cases not "
+                  "reached", file=sys.stderr)
+        below += conclude(args, rows, paths, path, device, seed, elapsed)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if below or died else 0
 
 
 def warm_pipelines(runner, cases, seed, jobs):
@@ -221,8 +310,8 @@ def warm_pipelines(runner, cases, seed, jobs):
           f"{after['build_s'] - before['build_s']:.1f} s of driver time", file=sys.stderr, flush=True)
 
 
-def run_cases(runner, cases, seed, label):
-    """Runs the cases in order; returns (results, seconds, interrupted)."""
+def run_cases(runner, cases, seed, label, after_each=None):
+    """Runs the cases in order; returns (results, seconds, interrupted). after_each(results, start) after each."""
     t0 = time.time()
     results = []
     try:
@@ -233,22 +322,24 @@ def run_cases(runner, cases, seed, label):
             gpu = f" {r.gpu_us:.1f} us" if r.gpu_us is not None else ""
             print((f"[{label}] " if label else "") + f"{r.stage:8} {c.name}{gpu} ({time.time() - t:.1f} s)" +
                   (f"  [{r.cause}] {r.message}" if r.message else ""), flush=True)
+            if after_each:
+                after_each(results, t0)
     except KeyboardInterrupt:
         print(f"interrupted after {len(results)} of {len(cases)} cases", flush=True)
         return results, time.time() - t0, True
     return results, time.time() - t0, False
 
 
-def below_floor(floor_file, results, label):
+def below_floor(floor_file, rows, label):
     """The floor's cases that did not match (each printed)."""
     with open(floor_file) as f:
         floor = [ln.split("#")[0].strip() for ln in f if ln.split("#")[0].strip()]
-    by_name = {r.case.name: r for r in results}
-    below = [n for n in floor if n not in by_name or by_name[n].stage != "matched"]
+    by_name = {r["case"]: r for r in rows}
+    below = [n for n in floor if n not in by_name or by_name[n]["stage"] != "matched"]
     for n in below:
         r = by_name.get(n)
-        print((f"[{label}] " if label else "") + f"below floor: {n}: " + (f"{r.stage} {r.message}" if r else "not run"),
-              file=sys.stderr)
+        print((f"[{label}] " if label else "") + f"below floor: {n}: " +
+              (f"{r['stage']} {r['message']}" if r else "not run"), file=sys.stderr)
     return below
 
 
