@@ -181,15 +181,15 @@ def main():
     device = m2v.device_info()["description"]
     print(f"{device}; seed {seed}; {len(cases)} cases" + (f" (shard {args.shard})" if args.shard else ""),
           file=sys.stderr)
+    paths = args.matrix_path or [os.environ.get("M2V_SIMDGROUP_MATRIX") or "auto"]
     if args.processes > 1:
         stop_on_sigterm()
-        return run_in_processes(args, cases, seed, device)
+        return run_in_processes(args, cases, paths, seed, device)
     t0 = time.time()
     runner = mlxrun.Runner(os.path.abspath(args.mlx), jobs=args.jobs)
     runner.compile(cases)
     compile_s = time.time() - t0
     runner.stream = m2v.Stream(timestamps=True)
-    paths = args.matrix_path or [os.environ.get("M2V_SIMDGROUP_MATRIX") or "auto"]
     stop_on_sigterm()
     below = []
     for path in paths:
@@ -202,16 +202,22 @@ def main():
         report_so_far = (lambda results, t, path=path: write_report(
             path_report(args.report, paths, path), [result_row(r) for r in results], device, seed,
             time.time() - t + compile_s, path)) if args.shard and args.report else None
-        results, elapsed, interrupted = run_cases(runner, cases, seed, path if len(paths) > 1 else None, report_so_far)
+        results, elapsed, interrupted = run_cases(runner, cases, seed, path_label(paths, path), report_so_far)
         below += conclude(args, [result_row(r) for r in results], paths, path, device, seed, elapsed + compile_s)
         if interrupted:
             break
     return 1 if below else 0
 
 
+def path_label(paths, path):
+    """The path's name in printed lines, floor messages and report names: only when the run has several paths."""
+    return path if len(paths) > 1 else None
+
+
 def path_report(prefix, paths, path):
     """Where one path's report goes: PREFIX, or PREFIX-PATH when the run has several paths."""
-    return prefix + (f"-{path}" if len(paths) > 1 else "")
+    label = path_label(paths, path)
+    return prefix + (f"-{label}" if label else "")
 
 
 def stop_on_sigterm():
@@ -222,20 +228,20 @@ def stop_on_sigterm():
 def conclude(args, rows, paths, path, device, seed, elapsed):
     """Prints one path's counts, writes its report, returns its cases below the floor."""
     counts = collections.Counter(r["stage"] for r in rows)
-    print(("" if len(paths) == 1 else f"[{path}] ") + "; ".join(f"{s} {counts.get(s, 0)}" for s in STAGES) +
+    label = path_label(paths, path)
+    print((f"[{label}] " if label else "") + "; ".join(f"{s} {counts.get(s, 0)}" for s in STAGES) +
           f"  ({elapsed:.0f} s, seed {seed})")
     if args.report:
         write_report(path_report(args.report, paths, path), rows, device, seed, elapsed, path)
-    return below_floor(args.floor, rows, path if len(paths) > 1 else None) if args.floor else []
+    return below_floor(args.floor, rows, label) if args.floor else []
 
 
-def run_in_processes(args, cases, seed, device):
+def run_in_processes(args, cases, paths, seed, device):
     """--processes N: deals the cases to N processes of this script, each compiling its own cases' entry points and
     building its own pipelines (a driver builds pipelines side by side across processes; see --warm-jobs for threads),
     then merges their reports in the cases' order. Each process rewrites its report after every case, so one that
     dies or is killed leaves the cases it finished; the others count as not reached, and the exit status is 1."""
     n = min(args.processes, len(cases))
-    paths = args.matrix_path or [os.environ.get("M2V_SIMDGROUP_MATRIX") or "auto"]
     tmp = tempfile.mkdtemp(prefix="run_library.")
     command = [sys.executable, os.path.abspath(__file__), "--mlx", args.mlx, "--seed", str(seed),
                "-j", str(max(1, (args.jobs or os.cpu_count() or 1) // n))]
@@ -275,7 +281,7 @@ def run_in_processes(args, cases, seed, device):
                     by_name.update((r["case"], r) for r in json.load(f)["cases"])
         rows = [by_name[c.name] for c in cases if c.name in by_name]
         if len(rows) < len(cases):
-            print(("" if len(paths) == 1 else f"[{path}] ") + f"{len(cases) - len(rows)} of {len(cases)} cases not "
+            print((f"[{path}] " if path_label(paths, path) else "") + f"{len(cases) - len(rows)} of {len(cases)} cases not "
                   "reached", file=sys.stderr)
         below += conclude(args, rows, paths, path, device, seed, elapsed)
     shutil.rmtree(tmp, ignore_errors=True)
