@@ -55,7 +55,12 @@ __device__ inline S from_f(float f) {
 
 _COMMON = _ELEMENT_TYPES + r"""
 __device__ inline float op_exp(float x) { return expf(x); }
+__device__ inline float op_sigmoid(float x) {  // as MLX's Sigmoid: exp of -|x| only, no overflow either side
+  float y = 1.0f / (1.0f + expf(fabsf(x)));
+  return x < 0.0f ? y : 1.0f - y;
+}
 __device__ inline float op_add(float a, float b) { return a + b; }
+__device__ inline float op_mul(float a, float b) { return a * b; }
 """
 
 _ELEMWISE = _COMMON + r"""
@@ -188,8 +193,8 @@ rms_looped(const S* __restrict__ x, const S* __restrict__ w, S* __restrict__ out
 # "bf16-int": bfloat16 narrowed by the integer rounding of metal2vk's portable build instead of the GPU's conversion.
 _ELEM = {"f32": 0, "f16": 1, "bf16": 2, "bf16-int": 3}
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "bf16-int": 2}
-UNARY_OPS = {"Exp": "op_exp"}  # the ops with a reference: the device function computing each in float
-BINARY_OPS = {"Add": "op_add"}
+UNARY_OPS = {"Exp": "op_exp", "Sigmoid": "op_sigmoid"}  # the ops with a reference: the device function computing
+BINARY_OPS = {"Add": "op_add", "Multiply": "op_mul"}      # each in float
 MAX_THREADS = 1024  # the threadgroup limit MLX's host code reads from the pipeline
 
 
@@ -282,6 +287,13 @@ def binary(op, dt):
     return _prepared(prepare)
 
 
+def silu(dt):
+    """A function x -> x * sigmoid(x) as MLX's nn.silu runs without mx.compile: the Sigmoid kernel, then the Multiply
+    kernel reading x and the sigmoid back (2.5x the bytes of one fused kernel)."""
+    sigmoid, multiply = unary("Sigmoid", dt), binary("Multiply", dt)
+    return lambda x: multiply(x, sigmoid(x))
+
+
 def rms_norm(dt, eps):
     """A function (x, w, b=None) -> rms_norm(x) * w over the last axis (torch CUDA tensors; b ignored: the bench
     passes its layer_norm bias too) with the shape of MLX's `rms_looped<T>`: one 1024-thread block per row."""
@@ -336,6 +348,7 @@ def main():
         w = (torch.rand(r, device="cuda") + 0.5).to(tdt[dt])
         cases = [(f"exp {dt} 2^26", unary("Exp", dt), torch.exp, (x,), 2 * n),
                  (f"add {dt} 2^26", binary("Add", dt), torch.add, (x, y), 3 * n),
+                 (f"silu {dt} 2^26 (two kernels)", silu(dt), torch.nn.functional.silu, (x,), 2 * n),
                  (f"rms_norm {dt} {r}x{r}", rms_norm(dt, eps),
                   lambda a, b: torch.nn.functional.rms_norm(a, (r,), b, eps=eps), (m, w), 2 * r * r)]
         for name, ref, fn, args, elems in cases:

@@ -162,8 +162,10 @@ def silu_item(dt, n):
 
     names = [(unary.FILE, unary.plan("Sigmoid", dt, view)[0]),
              ("binary.metal", binary.plan("Multiply", view, view, dt)[0])]
+    import cuda_same_shape
     return Item(f"silu {dt} 2^{n.bit_length() - 1}", names, setup,
-                nbytes=2 * n * itemsize(dt), note="two kernels, as MLX without mx.compile (sigmoid, multiply)")
+                nbytes=2 * n * itemsize(dt), note="two kernels, as MLX without mx.compile (sigmoid, multiply)",
+                reference=("same-shape CUDA, two kernels", lambda: cuda_same_shape.silu(dt)))
 
 
 def reduce_item(dt, n, axis):

@@ -1,4 +1,4 @@
-// BFloatWordsPass: bfloat values loaded from buffers and widened to float are taken from 32-bit words.
+// BFloatWordsPass: bfloat values move between buffers and float arithmetic as 32-bit words.
 //
 // A bfloat is the high half of a float, so widening one is a shift: the emitter turns `fpext bfloat %x to float`
 // into a 16-bit value widened to 32 bits, shifted left by 16 and bitcast (three instructions per element), and a
@@ -8,13 +8,29 @@
 //  1. a load of 2 or 4 bfloats from device or constant memory, aligned to 4 bytes or more, whose uses all take
 //     single lanes or widen the whole vector to float, becomes a load of 1 or 2 words, each bitcast to two bfloats
 //     (a widened vector is built from the words' shifts and masks directly);
-//  2. `fpext (extractelement (bitcast i32 %w to <2 x bfloat>), k)` becomes `bitcast (shl %w, 16)` for k = 0 and
+//  2. `fcmp` of bfloats becomes `fcmp` of their widened floats (the same answer), so that the lanes it compares
+//     are widened once, by step 3, for all their uses;
+//  3. `fpext (extractelement (bitcast i32 %w to <2 x bfloat>), k)` becomes `bitcast (shl %w, 16)` for k = 0 and
 //     `bitcast (and %w, 0xffff0000)` for k = 1 (what WidenAccesses' 16-byte accesses and step 1 produce).
-// Both give exactly the float the conversion gives (the same bits).
+// Both give exactly the float the conversion gives (the same bits). Narrowing goes the other way:
+//  4. a store of 2 or 4 bfloats to device memory, aligned to 4 bytes or more, whose lanes are narrowings of float
+//     (or selects among narrowings, constants and other bfloat values), becomes a store of 1 or 2 words. Each lane
+//     is computed as a word holding it in its high half: a narrowing is `m2v.bfloat.rounded_word` (the rounding
+//     without its final shift), a select chooses between words, a lane of a loaded word is the word shifted or
+//     masked as in step 3. A stored word is its odd lane's high half or'ed with its even lane's shifted down. The
+//     emitter would otherwise shift each rounded lane down, convert it to 16 bits, select among 16-bit values and
+//     rebuild a 16-bit vector for the store. The stored bits are the same. M2V_BFLOAT_STORE_WORDS=0 turns this step
+//     off (to measure it).
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/Local.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "Intrinsics.h"
@@ -75,19 +91,176 @@ bool wordsForLoad(llvm::LoadInst* ld) {
   return true;
 }
 
-bool floatFromWord(llvm::FPExtInst* ext) {
-  if (!ext->getType()->isFloatTy() || !ext->getOperand(0)->getType()->isBFloatTy()) return false;
-  auto* e = llvm::dyn_cast<llvm::ExtractElementInst>(ext->getOperand(0));
+// (word, high) when bfloat `v` is lane 0 (the low half) or lane 1 (the high half) of a 32-bit word.
+std::optional<std::pair<llvm::Value*, bool>> laneOfWord(llvm::Value* v) {
+  auto* e = v->getType()->isBFloatTy() ? llvm::dyn_cast<llvm::ExtractElementInst>(v) : nullptr;
   auto* k = e ? llvm::dyn_cast<llvm::ConstantInt>(e->getIndexOperand()) : nullptr;
   auto* cast = e ? llvm::dyn_cast<llvm::BitCastInst>(e->getVectorOperand()) : nullptr;
-  if (!k || k->getZExtValue() > 1 || !cast || !cast->getOperand(0)->getType()->isIntegerTy(32)) return false;
+  if (!k || k->getZExtValue() > 1 || !cast || !cast->getOperand(0)->getType()->isIntegerTy(32)) return std::nullopt;
+  return std::make_pair(cast->getOperand(0), !k->isZero());
+}
+
+// Scalar bfloat `v` widened to float: a lane of a word as step 3 widens it, anything else by `fpext`.
+llvm::Value* widened(llvm::IRBuilder<>& b, llvm::Value* v) {
+  auto lane = laneOfWord(v);
+  if (!lane) return b.CreateFPExt(v, b.getFloatTy());
+  llvm::Value* bits = lane->second ? b.CreateAnd(lane->first, b.getInt32(0xffff0000u)) : b.CreateShl(lane->first, 16);
+  return b.CreateBitCast(bits, b.getFloatTy());
+}
+
+bool floatFromWord(llvm::FPExtInst* ext) {
+  if (!ext->getType()->isFloatTy() || !laneOfWord(ext->getOperand(0))) return false;
+  auto* e = llvm::cast<llvm::ExtractElementInst>(ext->getOperand(0));
+  auto* cast = llvm::cast<llvm::BitCastInst>(e->getVectorOperand());
   llvm::IRBuilder<> b(ext);
-  llvm::Value* word = cast->getOperand(0);
-  llvm::Value* bits = k->isZero() ? b.CreateShl(word, 16) : b.CreateAnd(word, b.getInt32(0xffff0000u));
-  ext->replaceAllUsesWith(b.CreateBitCast(bits, ext->getType()));
+  ext->replaceAllUsesWith(widened(b, e));
   ext->eraseFromParent();
   if (e->use_empty()) e->eraseFromParent();
   if (cast->use_empty()) cast->eraseFromParent();
+  return true;
+}
+
+bool compareWidened(llvm::FCmpInst* c) {
+  llvm::Type* t = c->getOperand(0)->getType();
+  if (!t->getScalarType()->isBFloatTy()) return false;
+  llvm::IRBuilder<> b(c);
+  llvm::Type* ft = t->getWithNewType(b.getFloatTy());
+  llvm::Value* r =
+      b.CreateFCmp(c->getPredicate(), b.CreateFPExt(c->getOperand(0), ft), b.CreateFPExt(c->getOperand(1), ft));
+  if (auto* ri = llvm::dyn_cast<llvm::Instruction>(r)) ri->copyIRFlags(c);
+  c->replaceAllUsesWith(r);
+  c->eraseFromParent();
+  return true;
+}
+
+bool storeWordsEnabled() {
+  static const bool on = [] {
+    const char* s = std::getenv("M2V_BFLOAT_STORE_WORDS");
+    return !(s && std::strcmp(s, "0") == 0);
+  }();
+  return on;
+}
+
+llvm::Value* roundedWord(llvm::IRBuilder<>& b, llvm::Value* f) {
+  llvm::Type* ft = f->getType();
+  llvm::Type* wt = ft->getWithNewType(b.getInt32Ty());
+  std::string name = pseudo::kBfloatRoundedWord;
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ft)) {
+    name += ".v";
+    name += std::to_string(vt->getNumElements());
+  } else {
+    name += ".";
+  }
+  name += "f32";
+  llvm::Module& m = *b.GetInsertBlock()->getModule();
+  auto* fn =
+      llvm::cast<llvm::Function>(m.getOrInsertFunction(name, llvm::FunctionType::get(wt, {ft}, false)).getCallee());
+  fn->setDoesNotAccessMemory();
+  fn->setDoesNotThrow();
+  fn->addFnAttr(llvm::Attribute::WillReturn);
+  return b.CreateCall(fn, {f});
+}
+
+// The float value (scalar or vector) that bfloat `v` is the narrowing of, built before `b`'s insertion point, or
+// null: the operand of an `fptrunc` from float, or for bfloat arithmetic the same arithmetic on the widened operands
+// (as the emitter computes it).
+llvm::Value* narrowedFloat(llvm::IRBuilder<>& b, llvm::Instruction* v) {
+  if (auto* t = llvm::dyn_cast<llvm::FPTruncInst>(v))
+    return t->getSrcTy()->getScalarType()->isFloatTy() ? t->getOperand(0) : nullptr;
+  auto* op = llvm::dyn_cast<llvm::BinaryOperator>(v);
+  if (!op || !op->getType()->getScalarType()->isBFloatTy()) return nullptr;
+  auto widen = [&](llvm::Value* x) {
+    return x->getType()->isVectorTy() ? b.CreateFPExt(x, x->getType()->getWithNewType(b.getFloatTy())) : widened(b, x);
+  };
+  llvm::Value* r = b.CreateBinOp(op->getOpcode(), widen(op->getOperand(0)), widen(op->getOperand(1)));
+  if (auto* ri = llvm::dyn_cast<llvm::Instruction>(r)) ri->copyIRFlags(op);
+  return r;
+}
+
+// Scalar bfloat `v` as a 32-bit word whose high half is `v`, built before `store`; `narrows` is set when a narrowing
+// of float is folded in. Narrowings and selects are folded only where the store is their one use, in its block.
+llvm::Value* highWord(llvm::IRBuilder<>& b, llvm::Value* v, const llvm::StoreInst* store, bool& narrows) {
+  if (auto* c = llvm::dyn_cast<llvm::ConstantFP>(v))
+    return b.getInt32(static_cast<uint32_t>(c->getValueAPF().bitcastToAPInt().getZExtValue()) << 16);
+  if (llvm::isa<llvm::UndefValue>(v)) return llvm::PoisonValue::get(b.getInt32Ty());
+  auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
+  bool foldable = inst && inst->hasOneUse() && inst->getParent() == store->getParent();
+  if (llvm::Value* f = foldable ? narrowedFloat(b, inst) : nullptr) {
+    narrows = true;
+    return roundedWord(b, f);
+  }
+  if (auto* s = llvm::dyn_cast<llvm::SelectInst>(v); s && foldable) {
+    llvm::Value* a = highWord(b, s->getTrueValue(), store, narrows);
+    llvm::Value* c = highWord(b, s->getFalseValue(), store, narrows);
+    return b.CreateSelect(s->getCondition(), a, c);
+  }
+  if (auto lane = laneOfWord(v)) return lane->second ? lane->first : b.CreateShl(lane->first, 16);
+  return b.CreateShl(b.CreateZExt(b.CreateBitCast(v, b.getInt16Ty()), b.getInt32Ty()), 16);
+}
+
+// The lanes of a vector built by a chain of insertelements with constant indices (on poison or a constant), or
+// nothing.
+std::vector<llvm::Value*> insertedLanes(llvm::Value* v, unsigned n) {
+  std::vector<llvm::Value*> lanes(n, nullptr);
+  while (auto* ins = llvm::dyn_cast<llvm::InsertElementInst>(v)) {
+    auto* k = llvm::dyn_cast<llvm::ConstantInt>(ins->getOperand(2));
+    if (!k || k->getZExtValue() >= n) return {};
+    if (!lanes[k->getZExtValue()]) lanes[k->getZExtValue()] = ins->getOperand(1);
+    v = ins->getOperand(0);
+  }
+  auto* base = llvm::dyn_cast<llvm::Constant>(v);
+  if (!base) return {};
+  for (unsigned k = 0; k < n; ++k)
+    if (!lanes[k]) lanes[k] = base->getAggregateElement(k);
+  for (llvm::Value* l : lanes)
+    if (!l) return {};
+  return lanes;
+}
+
+bool wordsForStore(llvm::StoreInst* st) {
+  llvm::Value* v = st->getValueOperand();
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType());
+  if (!vt || !vt->getElementType()->isBFloatTy() || (vt->getNumElements() != 2 && vt->getNumElements() != 4) ||
+      st->isVolatile() || st->getAlign().value() < 4 || st->getPointerAddressSpace() != kDeviceAS)
+    return false;
+  unsigned n = vt->getNumElements(), words = n / 2;
+  llvm::IRBuilder<> b(st);
+  auto pack = [&](llvm::Value* even, llvm::Value* odd) {
+    llvm::Type* t = even->getType();
+    return b.CreateOr(b.CreateAnd(odd, llvm::ConstantInt::get(t, 0xffff0000u)), b.CreateLShr(even, 16));
+  };
+  llvm::Value* packed = nullptr;
+  auto* whole = llvm::dyn_cast<llvm::Instruction>(v);
+  llvm::Value* f =
+      whole && whole->hasOneUse() && whole->getParent() == st->getParent() ? narrowedFloat(b, whole) : nullptr;
+  if (f) {  // a whole vector narrowed
+    llvm::Value* w = roundedWord(b, f);
+    if (words == 1) {
+      packed = pack(b.CreateExtractElement(w, uint64_t(0)), b.CreateExtractElement(w, uint64_t(1)));
+    } else {
+      packed = pack(b.CreateShuffleVector(w, {0, 2}), b.CreateShuffleVector(w, {1, 3}));
+    }
+  } else {
+    std::vector<llvm::Value*> lanes = insertedLanes(v, n);
+    if (lanes.empty()) return false;
+    bool narrows = false;
+    std::vector<llvm::Value*> laneWords;
+    for (llvm::Value* lane : lanes) laneWords.push_back(highWord(b, lane, st, narrows));
+    if (!narrows) {  // nothing to save: leave the store as it was
+      for (llvm::Value* w : llvm::reverse(laneWords)) llvm::RecursivelyDeleteTriviallyDeadInstructions(w);
+      return false;
+    }
+    packed = llvm::PoisonValue::get(llvm::FixedVectorType::get(b.getInt32Ty(), words));
+    for (unsigned k = 0; k < words; ++k) {
+      llvm::Value* word = pack(laneWords[2 * k], laneWords[2 * k + 1]);
+      packed = words == 1 ? word : b.CreateInsertElement(packed, word, uint64_t(k));
+    }
+  }
+  llvm::StoreInst* w = b.CreateAlignedStore(packed, st->getPointerOperand(), st->getAlign());
+  w->copyMetadata(*st, {llvm::LLVMContext::MD_tbaa, llvm::LLVMContext::MD_alias_scope, llvm::LLVMContext::MD_noalias,
+                        llvm::LLVMContext::MD_nontemporal});
+  st->eraseFromParent();
+  llvm::RecursivelyDeleteTriviallyDeadInstructions(v);
   return true;
 }
 
@@ -99,10 +272,20 @@ llvm::PreservedAnalyses BFloatWordsPass::run(llvm::Function& f, llvm::FunctionAn
   for (llvm::Instruction& i : llvm::instructions(f))
     if (auto* ld = llvm::dyn_cast<llvm::LoadInst>(&i)) loads.push_back(ld);
   for (llvm::LoadInst* ld : loads) changed |= wordsForLoad(ld);
+  std::vector<llvm::FCmpInst*> compares;
+  for (llvm::Instruction& i : llvm::instructions(f))
+    if (auto* c = llvm::dyn_cast<llvm::FCmpInst>(&i)) compares.push_back(c);
+  for (llvm::FCmpInst* c : compares) changed |= compareWidened(c);
   std::vector<llvm::FPExtInst*> exts;
   for (llvm::Instruction& i : llvm::instructions(f))
     if (auto* ext = llvm::dyn_cast<llvm::FPExtInst>(&i)) exts.push_back(ext);
   for (llvm::FPExtInst* ext : exts) changed |= floatFromWord(ext);
+  if (storeWordsEnabled()) {
+    std::vector<llvm::StoreInst*> stores;
+    for (llvm::Instruction& i : llvm::instructions(f))
+      if (auto* st = llvm::dyn_cast<llvm::StoreInst>(&i)) stores.push_back(st);
+    for (llvm::StoreInst* st : stores) changed |= wordsForStore(st);
+  }
   return changed ? llvm::PreservedAnalyses::none() : llvm::PreservedAnalyses::all();
 }
 

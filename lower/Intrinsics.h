@@ -48,6 +48,9 @@ inline constexpr const char* kThreadgroupShape = "m2v.threadgroup_shape";  // <3
 inline constexpr const char* kSpecPrefix = "m2v.spec.";                                 // T (i32 spec id), one per type
 inline constexpr const char* kBuiltinPrefix = "m2v.builtin.";  // workgroup_id, local_invocation_id, ...
 inline constexpr const char* kNever = "m2v.never";                                       // i1 (): false
+// i32 (float), or vectors of them (name suffix .f32/.v2f32/.v4f32): the word whose high half is the float rounded to
+// bfloat as a narrowing rounds it (lower/BFloatWords.cpp)
+inline constexpr const char* kBfloatRoundedWord = "m2v.bfloat.rounded_word";
 // simdgroup_matrix fragments between Apple's lane layout and the device's matrix layout (type suffix .v2f16/.v2bf16/
 // .v2f32; lower/CooperativeMatrix.cpp), and the multiplies on the device's matrices. A multiply's name is a shape
 // prefix below plus its element type, "f16" or "bf16"; operands are per-lane pairs (<2 x half> or <2 x bfloat>, and

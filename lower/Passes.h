@@ -127,7 +127,8 @@ struct WidenAccessesPass : llvm::PassInfoMixin<WidenAccessesPass> {
 };
 
 // bfloat vectors loaded from buffers become 32-bit words, and bfloat lanes of a word widened to float a shift or a
-// mask of the word (lower/BFloatWords.cpp).
+// mask of the word; bfloat pairs narrowed from float and stored to buffers are rounded and stored as 32-bit words
+// (lower/BFloatWords.cpp).
 struct BFloatWordsPass : llvm::PassInfoMixin<BFloatWordsPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
 };

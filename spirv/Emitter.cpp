@@ -122,25 +122,40 @@ Id Emitter::bfloatToFloat(Id v, llvm::Type* bfType) {
 }
 
 Id Emitter::floatToBfloat(Id v, llvm::Type* bfType) {
+  if (options_.nativeBfloat16) return nativeBfloatNarrowing(v, bfType);
+  llvm::Type* i32 = withElement(bfType, llvm::Type::getInt32Ty(module_.getContext()));
+  Id top = b_.op(Op::OpShiftRightLogical, typeOf(i32), {roundedBfloatWord(v, i32), intConst(i32, 16)});
+  return b_.op(Op::OpUConvert, typeOf(bfType), {top});
+}
+
+// OpFConvert to SPV_KHR_bfloat16's type, as the 16-bit integers of `bitsType` (bfloat or i16, scalar or vector).
+Id Emitter::nativeBfloatNarrowing(Id v, llvm::Type* bitsType) {
   stats_.bfloatNarrowings += 1;
-  if (options_.nativeBfloat16) {
-    Id bf = b_.typeBFloat16();
-    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(bfType); vt && vt->getNumElements() > 1)
-      bf = b_.typeVector(bf, vt->getNumElements());
-    return b_.op(Op::OpBitcast, typeOf(bfType), {b_.op(Op::OpFConvert, bf, {v})});
-  }
+  Id bf = b_.typeBFloat16();
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(bitsType); vt && vt->getNumElements() > 1)
+    bf = b_.typeVector(bf, vt->getNumElements());
+  return b_.op(Op::OpBitcast, typeOf(bitsType), {b_.op(Op::OpFConvert, bf, {v})});
+}
+
+// The 32-bit word whose high half is float `v` rounded to bfloat (the low half is left over): the narrowing before
+// its final shift, which lower/BFloatWords.cpp's `m2v.bfloat.rounded_word` asks for to pack two lanes into one word.
+Id Emitter::roundedBfloatWord(Id v, llvm::Type* wordType) {
   llvm::LLVMContext& ctx = module_.getContext();
-  llvm::Type* i32 = withElement(bfType, llvm::Type::getInt32Ty(ctx));
-  llvm::Type* i1 = withElement(bfType, llvm::Type::getInt1Ty(ctx));
+  if (options_.nativeBfloat16) {
+    Id bits = nativeBfloatNarrowing(v, withElement(wordType, llvm::Type::getInt16Ty(ctx)));
+    return b_.op(Op::OpShiftLeftLogical, typeOf(wordType),
+                 {b_.op(Op::OpUConvert, typeOf(wordType), {bits}), intConst(wordType, 16)});
+  }
+  stats_.bfloatNarrowings += 1;
+  llvm::Type* i32 = wordType;
+  llvm::Type* i1 = withElement(wordType, llvm::Type::getInt1Ty(ctx));
   Id bits = b_.op(Op::OpBitcast, typeOf(i32), {v});
   Id lsb = b_.op(Op::OpBitwiseAnd, typeOf(i32),
                  {b_.op(Op::OpShiftRightLogical, typeOf(i32), {bits, intConst(i32, 16)}), intConst(i32, 1)});
   Id rounded = b_.op(Op::OpIAdd, typeOf(i32), {bits, b_.op(Op::OpIAdd, typeOf(i32), {lsb, intConst(i32, 0x7fff)})});
   Id isNan = b_.op(Op::OpIsNan, typeOf(i1), {v});
   Id quiet = b_.op(Op::OpBitwiseOr, typeOf(i32), {bits, intConst(i32, 0x00400000)});
-  Id chosen = b_.op(Op::OpSelect, typeOf(i32), {isNan, quiet, rounded});
-  Id top = b_.op(Op::OpShiftRightLogical, typeOf(i32), {chosen, intConst(i32, 16)});
-  return b_.op(Op::OpUConvert, typeOf(bfType), {top});
+  return b_.op(Op::OpSelect, typeOf(i32), {isNan, quiet, rounded});
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -74,6 +74,8 @@ class Emitter {
   Id intConst(llvm::Type* t, uint64_t v);
   Id bfloatToFloat(Id v, llvm::Type* bfType);
   Id floatToBfloat(Id v, llvm::Type* bfType);
+  Id nativeBfloatNarrowing(Id v, llvm::Type* bitsType);
+  Id roundedBfloatWord(Id v, llvm::Type* wordType);
   llvm::Type* withElement(llvm::Type* t, llvm::Type* elem);
   Id glsl(Id type, uint32_t inst, const std::vector<Id>& args);
   Id glslFloat(llvm::Type* t, uint32_t inst, std::vector<Id> args, bool doubleOk);
