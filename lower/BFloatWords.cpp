@@ -14,10 +14,10 @@
 //     `bitcast (and %w, 0xffff0000)` for k = 1 (what WidenAccesses' 16-byte accesses and step 1 produce).
 // Both give exactly the float the conversion gives (the same bits). Narrowing goes the other way:
 //  4. a store of 2 or 4 bfloats to device memory, aligned to 4 bytes or more, whose lanes are narrowings of float
-//     (or selects among narrowings, constants and other bfloat values), becomes a store of 1 or 2 words. Each lane
-//     is computed as a word holding it in its high half: a narrowing is `m2v.bfloat.rounded_word` (the rounding
-//     without its final shift), a select chooses between words, a lane of a loaded word is the word shifted or
-//     masked as in step 3. A stored word is its odd lane's high half or'ed with its even lane's shifted down. The
+//     or bfloat arithmetic (float arithmetic narrowed), or selects among those, constants and other bfloat values,
+//     becomes a store of 1 or 2 words. Each lane is computed as a word holding it in its high half: a narrowing is
+//     `m2v.bfloat.rounded_word` (the rounding without its final shift), a select chooses between words, a lane of a
+//     loaded word is the word shifted or masked as in step 3. A stored word is its odd lane's high half or'ed with its even lane's shifted down. The
 //     emitter would otherwise shift each rounded lane down, convert it to 16 bits, select among 16-bit values and
 //     rebuild a 16-bit vector for the store. The stored bits are the same. M2V_BFLOAT_STORE_WORDS=0 turns this step
 //     off (to measure it).
