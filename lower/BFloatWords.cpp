@@ -17,10 +17,10 @@
 //     or bfloat arithmetic (float arithmetic narrowed), or selects among those, constants and other bfloat values,
 //     becomes a store of 1 or 2 words. Each lane is computed as a word holding it in its high half: a narrowing is
 //     `m2v.bfloat.rounded_word` (the rounding without its final shift), a select chooses between words, a lane of a
-//     loaded word is the word shifted or masked as in step 3. A stored word is its odd lane's high half or'ed with its even lane's shifted down. The
-//     emitter would otherwise shift each rounded lane down, convert it to 16 bits, select among 16-bit values and
-//     rebuild a 16-bit vector for the store. The stored bits are the same. M2V_BFLOAT_STORE_WORDS=0 turns this step
-//     off (to measure it).
+//     loaded word is the word shifted or masked as in step 3. A stored word is its odd lane's high half or'ed with its
+//     even lane's shifted down. The emitter would otherwise shift each rounded lane down, convert it to 16 bits, select
+//     among 16-bit values and rebuild a 16-bit vector for the store. The stored bits are the same.
+//     M2V_BFLOAT_STORE_WORDS=0 turns this step off (to measure it).
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
@@ -57,8 +57,7 @@ bool wordsForLoad(llvm::LoadInst* ld) {
   llvm::Type* wordsType = b.getInt32Ty();
   if (words > 1) wordsType = llvm::FixedVectorType::get(wordsType, words);
   llvm::LoadInst* w = b.CreateAlignedLoad(wordsType, ld->getPointerOperand(), ld->getAlign());
-  w->copyMetadata(*ld, {llvm::LLVMContext::MD_tbaa, llvm::LLVMContext::MD_alias_scope, llvm::LLVMContext::MD_noalias,
-                        llvm::LLVMContext::MD_invariant_load, llvm::LLVMContext::MD_nontemporal});
+  copyAccessMetadata(*w, *ld);
   auto* pair = llvm::FixedVectorType::get(vt->getElementType(), 2);
   std::vector<llvm::Value*> pairs(words, nullptr), wordValues(words, nullptr);
   auto wordAt = [&](unsigned k) {
@@ -256,11 +255,7 @@ bool wordsForStore(llvm::StoreInst* st) {
       packed = words == 1 ? word : b.CreateInsertElement(packed, word, uint64_t(k));
     }
   }
-  llvm::StoreInst* w = b.CreateAlignedStore(packed, st->getPointerOperand(), st->getAlign());
-  w->copyMetadata(*st, {llvm::LLVMContext::MD_tbaa, llvm::LLVMContext::MD_alias_scope, llvm::LLVMContext::MD_noalias,
-                        llvm::LLVMContext::MD_nontemporal});
-  st->eraseFromParent();
-  llvm::RecursivelyDeleteTriviallyDeadInstructions(v);
+  replaceStoredValue(st, packed);
   return true;
 }
 

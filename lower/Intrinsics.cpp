@@ -2,8 +2,10 @@
 
 #include <llvm/Demangle/Demangle.h>
 #include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/Local.h>
 
 namespace m2v::lower {
 
@@ -25,6 +27,19 @@ llvm::CallInst* callToPseudo(llvm::Value* v, llvm::StringRef prefix) {
   auto* call = llvm::dyn_cast<llvm::CallInst>(v);
   llvm::Function* f = call ? call->getCalledFunction() : nullptr;
   return f && f->getName().starts_with(prefix) ? call : nullptr;
+}
+
+void copyAccessMetadata(llvm::Instruction& to, const llvm::Instruction& from) {
+  to.copyMetadata(from, {llvm::LLVMContext::MD_tbaa, llvm::LLVMContext::MD_alias_scope, llvm::LLVMContext::MD_noalias,
+                         llvm::LLVMContext::MD_invariant_load, llvm::LLVMContext::MD_nontemporal});
+}
+
+void replaceStoredValue(llvm::StoreInst* st, llvm::Value* value) {
+  llvm::Value* old = st->getValueOperand();
+  llvm::IRBuilder<> b(st);
+  copyAccessMetadata(*b.CreateAlignedStore(value, st->getPointerOperand(), st->getAlign()), *st);
+  st->eraseFromParent();
+  llvm::RecursivelyDeleteTriviallyDeadInstructions(old);
 }
 
 bool isCrossLaneIntrinsic(llvm::StringRef name) {

@@ -11,7 +11,9 @@ namespace llvm {
 class CallInst;
 class Function;
 class FunctionType;
+class Instruction;
 class Module;
+class StoreInst;
 class Value;
 }
 
@@ -32,6 +34,14 @@ llvm::CallInst* callToPseudo(llvm::Value* v, llvm::StringRef prefix);
 
 // True for intrinsics that communicate between threads (must stay convergent and in uniform control flow).
 bool isCrossLaneIntrinsic(llvm::StringRef name);
+
+// `from`'s memory metadata (TBAA, alias scopes, invariance, non-temporality) on `to`: an access rewritten as another
+// access of the same memory.
+void copyAccessMetadata(llvm::Instruction& to, const llvm::Instruction& from);
+
+// Replaces store `st` by a store of `value` to the same address with the same alignment and metadata, then deletes
+// what computed the old stored value where nothing else uses it.
+void replaceStoredValue(llvm::StoreInst* st, llvm::Value* value);
 
 // Declares (or finds) the pseudo-intrinsic `name` of a whole-subgroup operation (the cooperative-matrix ones):
 // convergent, no unwinding, returns; reads its pointer arguments when `readsArgMemory`, no memory otherwise.

@@ -182,8 +182,7 @@ bool legalizeWideLoad(llvm::LoadInst* ld) {
   llvm::IRBuilder<> b(ld);
   llvm::LoadInst* wide =
       b.CreateAlignedLoad(llvm::FixedVectorType::get(b.getInt32Ty(), words), ld->getPointerOperand(), ld->getAlign());
-  wide->copyMetadata(*ld, {llvm::LLVMContext::MD_tbaa, llvm::LLVMContext::MD_alias_scope, llvm::LLVMContext::MD_noalias,
-                           llvm::LLVMContext::MD_invariant_load, llvm::LLVMContext::MD_nontemporal});
+  copyAccessMetadata(*wide, *ld);
   std::vector<llvm::Value*> parts(words, nullptr);
   auto lane = [&](uint64_t k) -> llvm::Value* {
     if (k >= n) return llvm::PoisonValue::get(et);
@@ -264,11 +263,7 @@ bool legalizeWideStore(llvm::StoreInst* st) {
     }
     wide = b.CreateInsertElement(wide, b.CreateBitCast(part, b.getInt32Ty()), uint64_t(w));
   }
-  llvm::StoreInst* ns = b.CreateAlignedStore(wide, st->getPointerOperand(), st->getAlign());
-  ns->copyMetadata(*st, {llvm::LLVMContext::MD_tbaa, llvm::LLVMContext::MD_alias_scope, llvm::LLVMContext::MD_noalias,
-                         llvm::LLVMContext::MD_nontemporal});
-  st->eraseFromParent();
-  llvm::RecursivelyDeleteTriviallyDeadInstructions(v);
+  replaceStoredValue(st, wide);
   return true;
 }
 
