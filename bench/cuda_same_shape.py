@@ -7,6 +7,8 @@ reach on an NVIDIA GPU (bench/mlx_vs_torch.py runs them beside MLX's kernels thr
   min(1024, threads). Thread t handles elements N*t .. N*t + N - 1 with one 8-byte load and one 8-byte store (what
   MLX's N-element loop becomes once vectorised), the tail thread element by element. Exp computes in float with
   `expf` (full precision, as MLX's `metal::precise::exp`; `__expf` would mirror `metal::fast::exp`) and rounds to T.
+  Sigmoid rounds where MLX's `Sigmoid<T>` computes in T (`op_sigmoid`); SigmoidFloat computes in float and rounds
+  once, the work a fused float kernel does.
 - `binary(op, dt)`: `vvn_<Op><T>` (binary.h `binary_vv`), the same shape with two 8-byte loads and one 8-byte store
   per thread; Add computes in float and rounds to T (for f16 this equals half addition: 24 >= 2 * 11 + 2 bits).
 - `rms_norm(dt, eps)`: `rms_looped<T>` (rms_norm.metal, N_READS = RMS_N_READS = 4), dispatched as
@@ -55,7 +57,22 @@ __device__ inline S from_f(float f) {
 
 _COMMON = _ELEMENT_TYPES + r"""
 __device__ inline float op_exp(float x) { return expf(x); }
-__device__ inline float op_sigmoid(float x) {  // as MLX's Sigmoid: exp of -|x| only, no overflow either side
+// x rounded to the element type and back: where MLX's source computes in T, not in float.
+__device__ inline float rounded(float x) { return to_f(from_f(x)); }
+// MLX's Sigmoid<T> (unary_ops.h: y = 1 / (1 + exp(|x|)); x < 0 ? y : 1 - y) with T's roundings: exp(T) returns T;
+// half arithmetic rounds each operation (1 + e, then 1 / s); bfloat arithmetic computes an expression in float and
+// rounds it once (1 / (1 + e)); the caller rounds 1 - y. Float: no rounding.
+__device__ inline float op_sigmoid(float x) {
+  float e = rounded(expf(fabsf(x)));
+#if ELEM == 1
+  float y = rounded(1.0f / rounded(1.0f + e));
+#else
+  float y = rounded(1.0f / (1.0f + e));
+#endif
+  return x < 0.0f ? y : 1.0f - y;
+}
+// The same function computed in float and rounded once (what a fused float kernel does): the lower bound.
+__device__ inline float op_sigmoid_float(float x) {
   float y = 1.0f / (1.0f + expf(fabsf(x)));
   return x < 0.0f ? y : 1.0f - y;
 }
@@ -193,8 +210,9 @@ rms_looped(const S* __restrict__ x, const S* __restrict__ w, S* __restrict__ out
 # "bf16-int": bfloat16 narrowed by the integer rounding of metal2vk's portable build instead of the GPU's conversion.
 _ELEM = {"f32": 0, "f16": 1, "bf16": 2, "bf16-int": 3}
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "bf16-int": 2}
-UNARY_OPS = {"Exp": "op_exp", "Sigmoid": "op_sigmoid"}  # the ops with a reference: the device function computing
-BINARY_OPS = {"Add": "op_add", "Multiply": "op_mul"}      # each in float
+# The ops with a reference: the device function computing each. SigmoidFloat is no MLX op: Sigmoid rounded once.
+UNARY_OPS = {"Exp": "op_exp", "Sigmoid": "op_sigmoid", "SigmoidFloat": "op_sigmoid_float"}
+BINARY_OPS = {"Add": "op_add", "Multiply": "op_mul"}
 MAX_THREADS = 1024  # the threadgroup limit MLX's host code reads from the pipeline
 
 
@@ -347,6 +365,8 @@ def main():
         m = (torch.rand((r, r), device="cuda") * 4 - 2).to(tdt[dt])
         w = (torch.rand(r, device="cuda") + 0.5).to(tdt[dt])
         cases = [(f"exp {dt} 2^26", unary("Exp", dt), torch.exp, (x,), 2 * n),
+                 (f"sigmoid {dt} 2^26", unary("Sigmoid", dt), torch.sigmoid, (x,), 2 * n),
+                 (f"sigmoid {dt} 2^26 (rounded once)", unary("SigmoidFloat", dt), torch.sigmoid, (x,), 2 * n),
                  (f"add {dt} 2^26", binary("Add", dt), torch.add, (x, y), 3 * n),
                  (f"silu {dt} 2^26 (two kernels)", silu(dt), torch.nn.functional.silu, (x,), 2 * n),
                  (f"rms_norm {dt} {r}x{r}", rms_norm(dt, eps),

@@ -107,7 +107,7 @@ def unary_item(op, dt, n):
         x = rng.uniform(-4, 4, n).astype(np.float32)
         src = ctx.buffer(store(x, dt))
         out = m2v.Buffer(n * itemsize(dt))
-        fn = {"Exp": torch.exp}[op]
+        fn = {"Exp": torch.exp, "Sigmoid": torch.sigmoid}[op]
         return (lambda: unary.launch_unary(ctx, op, dt, view, src, out),
                 lambda: ctx.read(out, dt, n), fn, [torch_tensor(x, dt)])
 
@@ -456,6 +456,7 @@ def items():
             out.append(norm_item(kind, dt, 8192))
     for dt in ("f32", "f16", "bf16"):
         out.append(unary_item("Exp", dt, 1 << 26))
+        out.append(unary_item("Sigmoid", dt, 1 << 26))
         out.append(silu_item(dt, 1 << 26))
         out.append(binary_item("Add", dt, 1 << 26))
     for dt in ("f32", "f16", "bf16"):

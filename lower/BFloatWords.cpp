@@ -8,13 +8,21 @@
 //  1. a load of 2 or 4 bfloats from device or constant memory, aligned to 4 bytes or more, whose uses all take
 //     single lanes or widen the whole vector to float, becomes a load of 1 or 2 words, each bitcast to two bfloats
 //     (a widened vector is built from the words' shifts and masks directly);
-//  2. `fcmp` of bfloats becomes `fcmp` of their widened floats (the same answer), so that the lanes it compares
-//     are widened once, by step 3, for all their uses;
-//  3. `fpext (extractelement (bitcast i32 %w to <2 x bfloat>), k)` becomes `bitcast (shl %w, 16)` for k = 0 and
-//     `bitcast (and %w, 0xffff0000)` for k = 1 (what WidenAccesses' 16-byte accesses and step 1 produce).
+//  2. bfloat arithmetic becomes float arithmetic on the widened operands, narrowed (as the emitter computes it), and
+//     `fcmp` of bfloats `fcmp` of their widened floats (the same answer), so that what they read is widened by
+//     step 3 and what they compute is a narrowing that steps 3 and 4 see;
+//  3. `fpext` to float is moved through what computes a bfloat without rounding, down to where the bfloat came
+//     from: a lane of a word, `fpext (extractelement (bitcast i32 %w to <2 x bfloat>), k)`, becomes
+//     `bitcast (shl %w, 16)` for k = 0 and `bitcast (and %w, 0xffff0000)` for k = 1 (what WidenAccesses' 16-byte
+//     accesses and step 1 produce); a narrowing of float becomes its rounded word (below) with the low half cleared,
+//     the narrowing's other users taking the word's high half, so the value is rounded once and never converted to
+//     16 bits and back; `select`, `fneg`, `fabs` and `copysign` of bfloats become the same on the widened floats.
+//     What is left of bfloat `fneg`, `fabs` and `copysign` are bit operations (the emitter would widen and round).
+//     MLX's `Sigmoid<bfloat>` rounds exp(|x|), 1 / (1 + e) and 1 - y: each is rounded once and then used as a float.
+//     M2V_BFLOAT_EXACT_WIDENING=0 keeps step 3 to lanes of words (to measure the rest).
 // Both give exactly the float the conversion gives (the same bits). Narrowing goes the other way:
 //  4. a store of 2 or 4 bfloats to device memory, aligned to 4 bytes or more, whose lanes are narrowings of float
-//     or bfloat arithmetic (float arithmetic narrowed), or selects among those, constants and other bfloat values,
+//     (bfloat arithmetic is one since step 2), or selects among those, constants and other bfloat values,
 //     becomes a store of 1 or 2 words. Each lane is computed as a word holding it in its high half: a narrowing is
 //     `m2v.bfloat.rounded_word` (the rounding without its final shift), a select chooses between words, a lane of a
 //     loaded word is the word shifted or masked as in step 3. A stored word is its odd lane's high half or'ed with its
@@ -24,7 +32,11 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PatternMatch.h>
+#include <llvm/IR/ValueHandle.h>
+#include <llvm/IR/ValueMap.h>
 #include <llvm/Transforms/Utils/Local.h>
 
 #include <cstdlib>
@@ -39,6 +51,20 @@
 namespace m2v::lower {
 
 namespace {
+
+// A step that `variable`=0 turns off (to measure it).
+bool enabled(const char* variable) {
+  const char* s = std::getenv(variable);
+  return !(s && std::strcmp(s, "0") == 0);
+}
+bool exactWidening() {
+  static const bool on = enabled("M2V_BFLOAT_EXACT_WIDENING");
+  return on;
+}
+bool storeWords() {
+  static const bool on = enabled("M2V_BFLOAT_STORE_WORDS");
+  return on;
+}
 
 bool wordsForLoad(llvm::LoadInst* ld) {
   auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ld->getType());
@@ -100,44 +126,149 @@ std::optional<std::pair<llvm::Value*, bool>> laneOfWord(llvm::Value* v) {
 }
 
 // Scalar bfloat `v` widened to float: a lane of a word as step 3 widens it, anything else by `fpext`.
-llvm::Value* widened(llvm::IRBuilder<>& b, llvm::Value* v) {
+llvm::Value* widenedScalar(llvm::IRBuilder<>& b, llvm::Value* v) {
   auto lane = laneOfWord(v);
   if (!lane) return b.CreateFPExt(v, b.getFloatTy());
   llvm::Value* bits = lane->second ? b.CreateAnd(lane->first, b.getInt32(0xffff0000u)) : b.CreateShl(lane->first, 16);
   return b.CreateBitCast(bits, b.getFloatTy());
 }
 
-bool floatFromWord(llvm::FPExtInst* ext) {
-  if (!ext->getType()->isFloatTy() || !laneOfWord(ext->getOperand(0))) return false;
-  auto* e = llvm::cast<llvm::ExtractElementInst>(ext->getOperand(0));
-  auto* cast = llvm::cast<llvm::BitCastInst>(e->getVectorOperand());
-  llvm::IRBuilder<> b(ext);
-  ext->replaceAllUsesWith(widened(b, e));
-  ext->eraseFromParent();
-  if (e->use_empty()) e->eraseFromParent();
-  if (cast->use_empty()) cast->eraseFromParent();
-  return true;
+// W when bfloat `v` (scalar or vector) is `bitcast (trunc (lshr W, 16) to i16)`: the high half of 32-bit word W,
+// the form narrowings take in step 3.
+llvm::Value* wordOfHighHalf(llvm::Value* v) {
+  using namespace llvm::PatternMatch;
+  llvm::Value* w = nullptr;
+  if (!v->getType()->getScalarType()->isBFloatTy() ||
+      !match(v, m_BitCast(m_Trunc(m_LShr(m_Value(w), m_SpecificInt(16))))) ||
+      !w->getType()->getScalarType()->isIntegerTy(32))
+    return nullptr;
+  return w;
 }
 
-bool compareWidened(llvm::FCmpInst* c) {
-  llvm::Type* t = c->getOperand(0)->getType();
+llvm::Value* roundedWord(llvm::IRBuilder<>& b, llvm::Value* f);
+
+// Narrowing `t` as a rounded word (built right after it), whose high half replaces `t` and is returned.
+llvm::Value* narrowingAsWord(llvm::FPTruncInst* t) {
+  llvm::IRBuilder<> b(t->getNextNode());
+  llvm::Value* w = roundedWord(b, t->getOperand(0));
+  llvm::Value* bits = b.CreateTrunc(b.CreateLShr(w, 16), w->getType()->getWithNewType(b.getInt16Ty()));
+  llvm::Value* high = b.CreateBitCast(bits, t->getType());
+  t->replaceAllUsesWith(high);
+  t->eraseFromParent();
+  return high;
+}
+
+// Step 3 over one function: `v` (bfloat, scalar or vector) widened to float without rounding anything again, built
+// at `b`. A value widened before in the same block is reused (fpexts are visited in order, so it comes first there).
+class ExactWidening {
+ public:
+  bool rewrite(llvm::FPExtInst* ext) {
+    llvm::Value* v = ext->getOperand(0);
+    if (!ext->getType()->getScalarType()->isFloatTy() || !v->getType()->getScalarType()->isBFloatTy()) return false;
+    llvm::IRBuilder<> b(ext);
+    if (!prior(b, v) && !movable(v)) {
+      done_[v] = ext;  // nothing to move through: later widenings of `v` in this block reuse `ext`
+      return false;
+    }
+    llvm::WeakTrackingVH operand(v);  // follows a narrowing replaced by its word
+    ext->replaceAllUsesWith(widened(b, v));
+    ext->eraseFromParent();
+    if (operand) llvm::RecursivelyDeleteTriviallyDeadInstructions(operand);
+    return true;
+  }
+
+ private:
+  // What step 3 moves a widening through.
+  static bool movable(llvm::Value* v) {
+    if (laneOfWord(v)) return true;
+    if (!exactWidening()) return false;
+    if (llvm::isa<llvm::Constant>(v) || wordOfHighHalf(v) || llvm::isa<llvm::SelectInst>(v)) return true;
+    if (auto* t = llvm::dyn_cast<llvm::FPTruncInst>(v)) return t->getSrcTy()->getScalarType()->isFloatTy();
+    if (auto* n = llvm::dyn_cast<llvm::UnaryOperator>(v)) return n->getOpcode() == llvm::Instruction::FNeg;
+    auto* c = llvm::dyn_cast<llvm::IntrinsicInst>(v);
+    return c && (c->getIntrinsicID() == llvm::Intrinsic::fabs || c->getIntrinsicID() == llvm::Intrinsic::copysign);
+  }
+
+  // `v` widened before, usable at `b`: a constant, or built earlier in the same block.
+  llvm::Value* prior(llvm::IRBuilder<>& b, llvm::Value* v) {
+    auto it = done_.find(v);
+    if (it == done_.end() || !it->second) return nullptr;
+    auto* i = llvm::dyn_cast<llvm::Instruction>(&*it->second);
+    return !i || i->getParent() == b.GetInsertBlock() ? &*it->second : nullptr;
+  }
+
+  llvm::Value* widened(llvm::IRBuilder<>& b, llvm::Value* v) {
+    if (auto* t = llvm::dyn_cast<llvm::FPTruncInst>(v); t && t->getSrcTy()->getScalarType()->isFloatTy())
+      v = narrowingAsWord(t);
+    if (llvm::Value* r = prior(b, v)) return r;
+    llvm::Value* r = build(b, v);
+    done_[v] = r;
+    return r;
+  }
+
+  llvm::Value* build(llvm::IRBuilder<>& b, llvm::Value* v) {
+    llvm::Type* ft = v->getType()->getWithNewType(b.getFloatTy());
+    if (laneOfWord(v)) return widenedScalar(b, v);
+    if (llvm::Value* w = wordOfHighHalf(v))
+      return b.CreateBitCast(b.CreateAnd(w, llvm::ConstantInt::get(w->getType(), 0xffff0000u)), ft);
+    if (auto* s = llvm::dyn_cast<llvm::SelectInst>(v))
+      return b.CreateSelect(s->getCondition(), widened(b, s->getTrueValue()), widened(b, s->getFalseValue()));
+    if (auto* n = llvm::dyn_cast<llvm::UnaryOperator>(v); n && n->getOpcode() == llvm::Instruction::FNeg)
+      return b.CreateFNeg(widened(b, n->getOperand(0)));
+    if (auto* c = llvm::dyn_cast<llvm::IntrinsicInst>(v)) {
+      if (c->getIntrinsicID() == llvm::Intrinsic::fabs)
+        return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, widened(b, c->getArgOperand(0)));
+      if (c->getIntrinsicID() == llvm::Intrinsic::copysign)
+        return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, widened(b, c->getArgOperand(0)),
+                                       widened(b, c->getArgOperand(1)));
+    }
+    return b.CreateFPExt(v, ft);  // a constant (folded) or anything else
+  }
+
+  llvm::ValueMap<llvm::Value*, llvm::WeakTrackingVH> done_;  // entries go with their deleted keys
+};
+
+// bfloat `fneg`, `fabs` and `copysign` as operations on the sign bit of the 16-bit value (exact, as on floats).
+bool signAsBits(llvm::Instruction* i) {
+  llvm::Type* t = i->getType();
   if (!t->getScalarType()->isBFloatTy()) return false;
-  llvm::IRBuilder<> b(c);
-  llvm::Type* ft = t->getWithNewType(b.getFloatTy());
-  llvm::Value* r =
-      b.CreateFCmp(c->getPredicate(), b.CreateFPExt(c->getOperand(0), ft), b.CreateFPExt(c->getOperand(1), ft));
-  if (auto* ri = llvm::dyn_cast<llvm::Instruction>(r)) ri->copyIRFlags(c);
-  c->replaceAllUsesWith(r);
-  c->eraseFromParent();
+  auto* c = llvm::dyn_cast<llvm::IntrinsicInst>(i);
+  llvm::Intrinsic::ID id = c ? c->getIntrinsicID() : llvm::Intrinsic::not_intrinsic;
+  bool neg = llvm::isa<llvm::UnaryOperator>(i) && i->getOpcode() == llvm::Instruction::FNeg;
+  if (!neg && id != llvm::Intrinsic::fabs && id != llvm::Intrinsic::copysign) return false;
+  llvm::IRBuilder<> b(i);
+  llvm::Type* it = t->getWithNewType(b.getInt16Ty());
+  auto bits = [&](llvm::Value* x) { return b.CreateBitCast(x, it); };
+  llvm::Value* x = bits(i->getOperand(0));
+  llvm::Value* r;
+  if (neg) {
+    r = b.CreateXor(x, llvm::ConstantInt::get(it, 0x8000));
+  } else {
+    r = b.CreateAnd(x, llvm::ConstantInt::get(it, 0x7fff));
+    if (id == llvm::Intrinsic::copysign)
+      r = b.CreateOr(r, b.CreateAnd(bits(c->getArgOperand(1)), llvm::ConstantInt::get(it, 0x8000)));
+  }
+  i->replaceAllUsesWith(b.CreateBitCast(r, t));
+  i->eraseFromParent();
   return true;
 }
 
-bool storeWordsEnabled() {
-  static const bool on = [] {
-    const char* s = std::getenv("M2V_BFLOAT_STORE_WORDS");
-    return !(s && std::strcmp(s, "0") == 0);
-  }();
-  return on;
+// Step 2: bfloat arithmetic (a BinaryOperator) as float arithmetic narrowed, an `fcmp` of bfloats as an `fcmp` of
+// their widened floats.
+bool computedInFloat(llvm::Instruction* i) {
+  llvm::Type* t = i->getOperand(0)->getType();
+  if (!t->getScalarType()->isBFloatTy()) return false;
+  llvm::IRBuilder<> b(i);
+  llvm::Type* ft = t->getWithNewType(b.getFloatTy());
+  llvm::Value* x = b.CreateFPExt(i->getOperand(0), ft);
+  llvm::Value* y = b.CreateFPExt(i->getOperand(1), ft);
+  auto* compare = llvm::dyn_cast<llvm::FCmpInst>(i);
+  llvm::Value* r = compare ? b.CreateFCmp(compare->getPredicate(), x, y)
+                           : b.CreateBinOp(llvm::cast<llvm::BinaryOperator>(i)->getOpcode(), x, y);
+  if (auto* ri = llvm::dyn_cast<llvm::Instruction>(r)) ri->copyIRFlags(i);
+  i->replaceAllUsesWith(compare ? r : b.CreateFPTrunc(r, t));
+  i->eraseFromParent();
+  return true;
 }
 
 llvm::Value* roundedWord(llvm::IRBuilder<>& b, llvm::Value* f) {
@@ -160,20 +291,10 @@ llvm::Value* roundedWord(llvm::IRBuilder<>& b, llvm::Value* f) {
   return b.CreateCall(fn, {f});
 }
 
-// The float value (scalar or vector) that bfloat `v` is the narrowing of, built before `b`'s insertion point, or
-// null: the operand of an `fptrunc` from float, or for bfloat arithmetic the same arithmetic on the widened operands
-// (as the emitter computes it).
-llvm::Value* narrowedFloat(llvm::IRBuilder<>& b, llvm::Instruction* v) {
-  if (auto* t = llvm::dyn_cast<llvm::FPTruncInst>(v))
-    return t->getSrcTy()->getScalarType()->isFloatTy() ? t->getOperand(0) : nullptr;
-  auto* op = llvm::dyn_cast<llvm::BinaryOperator>(v);
-  if (!op || !op->getType()->getScalarType()->isBFloatTy()) return nullptr;
-  auto widen = [&](llvm::Value* x) {
-    return x->getType()->isVectorTy() ? b.CreateFPExt(x, x->getType()->getWithNewType(b.getFloatTy())) : widened(b, x);
-  };
-  llvm::Value* r = b.CreateBinOp(op->getOpcode(), widen(op->getOperand(0)), widen(op->getOperand(1)));
-  if (auto* ri = llvm::dyn_cast<llvm::Instruction>(r)) ri->copyIRFlags(op);
-  return r;
+// The float value (scalar or vector) that bfloat `v` is the narrowing of (step 2 made bfloat arithmetic one), or null.
+llvm::Value* narrowedFloat(llvm::Instruction* v) {
+  auto* t = llvm::dyn_cast<llvm::FPTruncInst>(v);
+  return t && t->getSrcTy()->getScalarType()->isFloatTy() ? t->getOperand(0) : nullptr;
 }
 
 // Scalar bfloat `v` as a 32-bit word whose high half is `v`, built before `store`; `narrows` is set when a narrowing
@@ -184,7 +305,7 @@ llvm::Value* highWord(llvm::IRBuilder<>& b, llvm::Value* v, const llvm::StoreIns
   if (llvm::isa<llvm::UndefValue>(v)) return llvm::PoisonValue::get(b.getInt32Ty());
   auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
   bool foldable = inst && inst->hasOneUse() && inst->getParent() == store->getParent();
-  if (llvm::Value* f = foldable ? narrowedFloat(b, inst) : nullptr) {
+  if (llvm::Value* f = foldable ? narrowedFloat(inst) : nullptr) {
     narrows = true;
     return roundedWord(b, f);
   }
@@ -194,6 +315,10 @@ llvm::Value* highWord(llvm::IRBuilder<>& b, llvm::Value* v, const llvm::StoreIns
     return b.CreateSelect(s->getCondition(), a, c);
   }
   if (auto lane = laneOfWord(v)) return lane->second ? lane->first : b.CreateShl(lane->first, 16);
+  if (llvm::Value* w = wordOfHighHalf(v)) {  // a narrowing step 3 made a word: its rounding is not repeated
+    narrows = true;
+    return w;
+  }
   return b.CreateShl(b.CreateZExt(b.CreateBitCast(v, b.getInt16Ty()), b.getInt32Ty()), 16);
 }
 
@@ -231,7 +356,7 @@ bool wordsForStore(llvm::StoreInst* st) {
   llvm::Value* packed = nullptr;
   auto* whole = llvm::dyn_cast<llvm::Instruction>(v);
   llvm::Value* f =
-      whole && whole->hasOneUse() && whole->getParent() == st->getParent() ? narrowedFloat(b, whole) : nullptr;
+      whole && whole->hasOneUse() && whole->getParent() == st->getParent() ? narrowedFloat(whole) : nullptr;
   if (f) {  // a whole vector narrowed
     llvm::Value* w = roundedWord(b, f);
     if (words == 1) {
@@ -267,15 +392,22 @@ llvm::PreservedAnalyses BFloatWordsPass::run(llvm::Function& f, llvm::FunctionAn
   for (llvm::Instruction& i : llvm::instructions(f))
     if (auto* ld = llvm::dyn_cast<llvm::LoadInst>(&i)) loads.push_back(ld);
   for (llvm::LoadInst* ld : loads) changed |= wordsForLoad(ld);
-  std::vector<llvm::FCmpInst*> compares;
+  std::vector<llvm::Instruction*> arithmetic;
   for (llvm::Instruction& i : llvm::instructions(f))
-    if (auto* c = llvm::dyn_cast<llvm::FCmpInst>(&i)) compares.push_back(c);
-  for (llvm::FCmpInst* c : compares) changed |= compareWidened(c);
-  std::vector<llvm::FPExtInst*> exts;
+    if (llvm::isa<llvm::BinaryOperator, llvm::FCmpInst>(&i)) arithmetic.push_back(&i);
+  for (llvm::Instruction* i : arithmetic) changed |= computedInFloat(i);
+  std::vector<llvm::WeakTrackingVH> exts;  // a rewrite deletes the operands it leaves dead
   for (llvm::Instruction& i : llvm::instructions(f))
-    if (auto* ext = llvm::dyn_cast<llvm::FPExtInst>(&i)) exts.push_back(ext);
-  for (llvm::FPExtInst* ext : exts) changed |= floatFromWord(ext);
-  if (storeWordsEnabled()) {
+    if (llvm::isa<llvm::FPExtInst>(&i)) exts.emplace_back(&i);
+  ExactWidening widening;
+  for (llvm::WeakTrackingVH& ext : exts)
+    if (ext) changed |= widening.rewrite(llvm::cast<llvm::FPExtInst>(ext));
+  if (exactWidening()) {
+    std::vector<llvm::Instruction*> signs;
+    for (llvm::Instruction& i : llvm::instructions(f)) signs.push_back(&i);
+    for (llvm::Instruction* i : signs) changed |= signAsBits(i);
+  }
+  if (storeWords()) {
     std::vector<llvm::StoreInst*> stores;
     for (llvm::Instruction& i : llvm::instructions(f))
       if (auto* st = llvm::dyn_cast<llvm::StoreInst>(&i)) stores.push_back(st);

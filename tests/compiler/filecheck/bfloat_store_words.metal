@@ -32,11 +32,11 @@ kernel void store_words(device const float4* in4 [[buffer(0)]], device const bfl
 // CHECK-NOT: OpUConvert %ushort
 // CHECK: %[[X:[0-9]+]] = OpLoad %uint %{{[0-9]+}} Aligned 4
 // CHECK: %[[HALF:[0-9]+]] = OpFMul %float
+// CHECK: %[[ONE:[0-9]+]] = OpFAdd %float
 // CHECK: OpIsNan %bool %[[HALF]]
 // CHECK: %[[R0:[0-9]+]] = OpSelect %uint
 // CHECK: %[[X0:[0-9]+]] = OpShiftLeftLogical %uint %[[X]] %uint_16
 // CHECK: %[[L0:[0-9]+]] = OpSelect %uint %{{[0-9]+}} %[[R0]] %[[X0]]
-// CHECK: %[[ONE:[0-9]+]] = OpFAdd %float
 // CHECK: OpIsNan %bool %[[ONE]]
 // CHECK: %[[R1:[0-9]+]] = OpSelect %uint
 // CHECK: %[[L1:[0-9]+]] = OpSelect %uint %{{[0-9]+}} %uint_1065353216 %[[R1]]
