@@ -3,8 +3,11 @@
 #pragma once
 
 #include <llvm/IR/PassManager.h>
+#include <llvm/IR/ValueHandle.h>
 
+#include <memory>
 #include <set>
+#include <vector>
 
 #include "Frontend.h"
 
@@ -136,6 +139,19 @@ struct BFloatWordsPass : llvm::PassInfoMixin<BFloatWordsPass> {
 // Threadgroup arrays that meet in a phi or select share one arena variable.
 struct MergeThreadgroupArraysPass : llvm::PassInfoMixin<MergeThreadgroupArraysPass> {
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
+};
+
+// Records which loops the source asked not to unroll (Mode::Record, before structurizing, which drops LLVM's loop
+// metadata) and marks the loops those headers still head again (Mode::Restore, after) (lower/KeepLoopHints.cpp).
+struct LoopHints {
+  std::vector<llvm::WeakVH> dontUnroll;  // loop headers
+};
+struct KeepLoopHintsPass : llvm::PassInfoMixin<KeepLoopHintsPass> {
+  enum class Mode { Record, Restore };
+  KeepLoopHintsPass(Mode m, std::shared_ptr<LoopHints> h) : mode(m), hints(std::move(h)) {}
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+  Mode mode;
+  std::shared_ptr<LoopHints> hints;
 };
 
 // After StructurizeCFG: gives every selection header its own merge block, so that merge blocks are unique.

@@ -193,7 +193,9 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     mpm.run(m, mam);
   }
   {
+    auto hints = std::make_shared<LoopHints>();
     llvm::FunctionPassManager fpm;
+    fpm.addPass(KeepLoopHintsPass(KeepLoopHintsPass::Mode::Record, hints));
     fpm.addPass(BFloatWordsPass());
     fpm.addPass(llvm::SimplifyCFGPass());
     fpm.addPass(ReplaceUnreachablePass());
@@ -207,6 +209,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(llvm::LoopSimplifyPass());
     fpm.addPass(UniqueMergeBlocksPass());
     fpm.addPass(RemoveDeadCyclesPass());
+    fpm.addPass(KeepLoopHintsPass(KeepLoopHintsPass::Mode::Restore, hints));
     llvm::ModulePassManager mpm;
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
     mpm.run(m, mam);

@@ -15,8 +15,7 @@ namespace {
 // tiles by the letter and some paths by the generation. A discrete GPU is a large device ('d'), anything else a
 // small one ('g'). Generation 15 is the feature level metal2vk implements (bfloat, simdgroup matrices; Apple's M3
 // family); below 17, so MLX does not take its Metal-4 (NAX) kernels: metal2vk runs them, but slower than MLX's steel
-// kernels (NAX GEMM 66 TFLOP/s, steel 89-96 on the H200), and their first pipeline builds are long
-// (bench/mlx-nax-h200.md).
+// kernels (NAX GEMM 66 TFLOP/s, steel 89-96 on the H200; bench/mlx-nax-h200.md).
 std::string architectureName(const DeviceInfo& info) {
   return std::string("vulkan_15") + (info.type == "discrete" ? "d" : "g");
 }

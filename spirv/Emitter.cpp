@@ -10,8 +10,11 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GetElementPtrTypeIterator.h>
 #include <llvm/IR/Operator.h>
+#include <llvm/Transforms/Utils/LoopUtils.h>
 
+#include <cstdlib>
 #include <numeric>
+#include <string_view>
 
 #include "EmitterImpl.h"
 #include "Intrinsics.h"
@@ -1384,6 +1387,19 @@ Id Emitter::pushConstant(uint32_t offset, Id type) {
   return b_.op(Op::OpLoad, type, {ptr});
 }
 
+// OpLoopMerge's loop control: DontUnroll where the source asked for no unrolling (`#pragma clang loop
+// unroll(disable)`, MLX's STEEL_PRAGMA_NO_UNROLL), which a driver would otherwise be free to ignore; without it a
+// driver may unroll a loop whose body is large (the NAX GEMM's K steps) and spend minutes building the pipeline.
+// M2V_LOOP_CONTROL=0 leaves every loop's control None (to measure it).
+static uint32_t loopControl(const llvm::Loop& loop) {
+  static const bool enabled = [] {
+    const char* s = std::getenv("M2V_LOOP_CONTROL");
+    return !(s && std::string_view(s) == "0");
+  }();
+  constexpr uint32_t kDontUnroll = 0x2;
+  return enabled && llvm::findOptionMDForLoop(&loop, "llvm.loop.unroll.disable") ? kDontUnroll : 0;
+}
+
 std::vector<uint32_t> Emitter::run() {
   llvm::Function* fn = module_.getFunction("main");
   if (!fn || fn->isDeclaration()) {
@@ -1461,7 +1477,7 @@ std::vector<uint32_t> Emitter::run() {
               llvm::BasicBlock* latch = loop->getLoopLatch();
               llvm::BasicBlock* exit = loop->getExitBlock();
               if (!latch || !exit) unsupported(&inst, "a loop with several exits or back edges after structurizing");
-              b_.opNoResult(Op::OpLoopMerge, {labels_[exit], labels_[latch], 0});
+              b_.opNoResult(Op::OpLoopMerge, {labels_[exit], labels_[latch], loopControl(*loop)});
             }
             if (br->isUnconditional() || br->getSuccessor(0) == br->getSuccessor(1)) {
               b_.opNoResult(Op::OpBranch, {labels_[br->getSuccessor(0)]});
