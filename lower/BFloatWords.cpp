@@ -39,8 +39,6 @@
 #include <llvm/IR/ValueMap.h>
 #include <llvm/Transforms/Utils/Local.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -52,18 +50,20 @@ namespace m2v::lower {
 
 namespace {
 
-// A step that `variable`=0 turns off (to measure it).
-bool enabled(const char* variable) {
-  const char* s = std::getenv(variable);
-  return !(s && std::strcmp(s, "0") == 0);
-}
 bool exactWidening() {
-  static const bool on = enabled("M2V_BFLOAT_EXACT_WIDENING");
+  static const bool on = ruleEnabled("M2V_BFLOAT_EXACT_WIDENING");
   return on;
 }
 bool storeWords() {
-  static const bool on = enabled("M2V_BFLOAT_STORE_WORDS");
+  static const bool on = ruleEnabled("M2V_BFLOAT_STORE_WORDS");
   return on;
+}
+
+// The float (or floats) whose bfloat is the high half (`high`) or the low half of 32-bit word(s) `w`: the word
+// masked or shifted, the same bits `fpext` gives.
+llvm::Value* floatOfHalf(llvm::IRBuilder<>& b, llvm::Value* w, bool high) {
+  llvm::Value* bits = high ? b.CreateAnd(w, llvm::ConstantInt::get(w->getType(), 0xffff0000u)) : b.CreateShl(w, 16);
+  return b.CreateBitCast(bits, w->getType()->getWithNewType(b.getFloatTy()));
 }
 
 bool wordsForLoad(llvm::LoadInst* ld) {
@@ -94,9 +94,7 @@ bool wordsForLoad(llvm::LoadInst* ld) {
     if (auto* ext = llvm::dyn_cast<llvm::FPExtInst>(u)) {  // the whole vector widened: lane by lane from the words
       llvm::Value* r = llvm::PoisonValue::get(ext->getType());
       for (unsigned k = 0; k < vt->getNumElements(); ++k) {
-        llvm::Value* word = wordAt(k / 2);
-        llvm::Value* bits = k % 2 == 0 ? b.CreateShl(word, 16) : b.CreateAnd(word, b.getInt32(0xffff0000u));
-        r = b.CreateInsertElement(r, b.CreateBitCast(bits, b.getFloatTy()), uint64_t(k));
+        r = b.CreateInsertElement(r, floatOfHalf(b, wordAt(k / 2), k % 2 == 1), uint64_t(k));
       }
       ext->replaceAllUsesWith(r);
       ext->eraseFromParent();
@@ -123,14 +121,6 @@ std::optional<std::pair<llvm::Value*, bool>> laneOfWord(llvm::Value* v) {
   auto* cast = e ? llvm::dyn_cast<llvm::BitCastInst>(e->getVectorOperand()) : nullptr;
   if (!k || k->getZExtValue() > 1 || !cast || !cast->getOperand(0)->getType()->isIntegerTy(32)) return std::nullopt;
   return std::make_pair(cast->getOperand(0), !k->isZero());
-}
-
-// Scalar bfloat `v` widened to float: a lane of a word as step 3 widens it, anything else by `fpext`.
-llvm::Value* widenedScalar(llvm::IRBuilder<>& b, llvm::Value* v) {
-  auto lane = laneOfWord(v);
-  if (!lane) return b.CreateFPExt(v, b.getFloatTy());
-  llvm::Value* bits = lane->second ? b.CreateAnd(lane->first, b.getInt32(0xffff0000u)) : b.CreateShl(lane->first, 16);
-  return b.CreateBitCast(bits, b.getFloatTy());
 }
 
 // W when bfloat `v` (scalar or vector) is `bitcast (trunc (lshr W, 16) to i16)`: the high half of 32-bit word W,
@@ -207,10 +197,8 @@ class ExactWidening {
   }
 
   llvm::Value* build(llvm::IRBuilder<>& b, llvm::Value* v) {
-    llvm::Type* ft = v->getType()->getWithNewType(b.getFloatTy());
-    if (laneOfWord(v)) return widenedScalar(b, v);
-    if (llvm::Value* w = wordOfHighHalf(v))
-      return b.CreateBitCast(b.CreateAnd(w, llvm::ConstantInt::get(w->getType(), 0xffff0000u)), ft);
+    if (auto lane = laneOfWord(v)) return floatOfHalf(b, lane->first, lane->second);
+    if (llvm::Value* w = wordOfHighHalf(v)) return floatOfHalf(b, w, true);
     if (auto* s = llvm::dyn_cast<llvm::SelectInst>(v))
       return b.CreateSelect(s->getCondition(), widened(b, s->getTrueValue()), widened(b, s->getFalseValue()));
     if (auto* n = llvm::dyn_cast<llvm::UnaryOperator>(v); n && n->getOpcode() == llvm::Instruction::FNeg)
@@ -222,7 +210,7 @@ class ExactWidening {
         return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, widened(b, c->getArgOperand(0)),
                                        widened(b, c->getArgOperand(1)));
     }
-    return b.CreateFPExt(v, ft);  // a constant (folded) or anything else
+    return b.CreateFPExt(v, v->getType()->getWithNewType(b.getFloatTy()));  // a constant (folded) or anything else
   }
 
   llvm::ValueMap<llvm::Value*, llvm::WeakTrackingVH> done_;  // entries go with their deleted keys

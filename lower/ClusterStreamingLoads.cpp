@@ -14,8 +14,6 @@
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/Instructions.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "Intrinsics.h"
@@ -26,10 +24,7 @@ namespace m2v::lower {
 namespace {
 
 bool enabled() {
-  static const bool on = [] {
-    const char* s = std::getenv("M2V_CLUSTER_LOADS");
-    return !(s && std::strcmp(s, "0") == 0);
-  }();
+  static const bool on = ruleEnabled("M2V_CLUSTER_LOADS");
   return on;
 }
 

@@ -7,6 +7,9 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Transforms/Utils/Local.h>
 
+#include <cstdlib>
+#include <cstring>
+
 namespace m2v::lower {
 
 std::optional<std::string> stdlibIntrinsicName(const llvm::Function& f) {
@@ -27,6 +30,11 @@ llvm::CallInst* callToPseudo(llvm::Value* v, llvm::StringRef prefix) {
   auto* call = llvm::dyn_cast<llvm::CallInst>(v);
   llvm::Function* f = call ? call->getCalledFunction() : nullptr;
   return f && f->getName().starts_with(prefix) ? call : nullptr;
+}
+
+bool ruleEnabled(const char* variable) {
+  const char* s = std::getenv(variable);
+  return !(s && std::strcmp(s, "0") == 0);
 }
 
 void copyAccessMetadata(llvm::Instruction& to, const llvm::Instruction& from) {

@@ -43,6 +43,10 @@ void copyAccessMetadata(llvm::Instruction& to, const llvm::Instruction& from);
 // what computed the old stored value where nothing else uses it.
 void replaceStoredValue(llvm::StoreInst* st, llvm::Value* value);
 
+// Whether a lowering or emission rule is on: the environment variable `variable` set to 0 turns it off, to measure
+// what the rule does. Callers read it once (a function-local static).
+bool ruleEnabled(const char* variable);
+
 // Declares (or finds) the pseudo-intrinsic `name` of a whole-subgroup operation (the cooperative-matrix ones):
 // convergent, no unwinding, returns; reads its pointer arguments when `readsArgMemory`, no memory otherwise.
 llvm::Function* declareSubgroupPseudo(llvm::Module& m, llvm::StringRef name, llvm::FunctionType* type,

@@ -12,9 +12,7 @@
 #include <llvm/IR/Operator.h>
 #include <llvm/Transforms/Utils/LoopUtils.h>
 
-#include <cstdlib>
 #include <numeric>
-#include <string_view>
 
 #include "EmitterImpl.h"
 #include "Intrinsics.h"
@@ -1392,10 +1390,7 @@ Id Emitter::pushConstant(uint32_t offset, Id type) {
 // driver may unroll a loop whose body is large (the NAX GEMM's K steps) and spend minutes building the pipeline.
 // M2V_LOOP_CONTROL=0 leaves every loop's control None (to measure it).
 static uint32_t loopControl(const llvm::Loop& loop) {
-  static const bool enabled = [] {
-    const char* s = std::getenv("M2V_LOOP_CONTROL");
-    return !(s && std::string_view(s) == "0");
-  }();
+  static const bool enabled = lower::ruleEnabled("M2V_LOOP_CONTROL");
   constexpr uint32_t kDontUnroll = 0x2;
   return enabled && llvm::findOptionMDForLoop(&loop, "llvm.loop.unroll.disable") ? kDontUnroll : 0;
 }
