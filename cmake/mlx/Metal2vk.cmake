@@ -21,6 +21,16 @@ foreach(lib metal/m2v_metal mlx/m2v_mlx runtime/m2v_runtime compiler/m2v_compile
   endif()
 endforeach()
 
+# Nothing linked with them exports their symbols (as metal2vk's own executables, CMakeLists.txt): a Vulkan driver
+# that loads another LLVM (lavapipe's) would bind its template instantiations to ours.
+set(m2v_archive_names)
+foreach(archive ${m2v_archives})
+  get_filename_component(name ${archive} NAME)
+  list(APPEND m2v_archive_names ${name})
+endforeach()
+string(JOIN ":" m2v_archive_names ${m2v_archive_names})
+
 add_library(metal2vk_metal_api INTERFACE)
 target_link_libraries(metal2vk_metal_api INTERFACE -Wl,--start-group ${m2v_archives} -Wl,--end-group
                       clang-cpp LLVM ${SPIRV_TOOLS_OPT_LIB} ${SPIRV_TOOLS_LIB} Vulkan::Vulkan pthread dl)
+target_link_options(metal2vk_metal_api INTERFACE "-Wl,--exclude-libs=${m2v_archive_names}")
