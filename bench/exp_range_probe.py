@@ -12,6 +12,7 @@ The variants instantiate MLX's `unary_v` template (included from the MLX checkou
 `Identity` moves the data only. 2^26 elements; each timing is 50 back-to-back dispatches after a 0.3 s warm-up,
 three rounds in alternating order; the outputs of the exp variants are compared with the previous form's bit for bit.
 """
+import functools
 import os
 import sys
 
@@ -20,7 +21,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cuda_same_shape as css  # noqa: E402
-from probe_timing import time_cuda, time_stream  # noqa: E402
+from probe_timing import print_times, race, time_cuda, time_stream  # noqa: E402
 import metal2vk as m2v  # noqa: E402
 
 VARIANTS = r'''
@@ -108,14 +109,11 @@ def main():
     references = {"CUDA expf f16": cuda("expf", "f16", th), "CUDA __expf f16": cuda("__expf", "f16", th),
                   "CUDA identity f16": cuda("", "f16", th),
                   "CUDA expf bf16, integer rounding": cuda("expf", "bf16-int", tb)}
-    times = {k: [] for k in list(items) + list(references)}
-    for rnd in range(3):
-        order = list(times) if rnd % 2 == 0 else list(reversed(times))
-        for k in order:
-            times[k].append(time_stream(s, items[k], 50) if k in items else time_cuda(references[k], 50))
+    timers = {k: functools.partial(time_stream, s, launch, 50) for k, launch in items.items()}
+    timers.update({k: functools.partial(time_cuda, launch, 50) for k, launch in references.items()})
+    times = race(timers)
     print(f"{m2v.device_info()['name']}, {N} elements, µs per dispatch (three rounds, min)")
-    for k, v in times.items():
-        print(f"{k:36s} " + " ".join(f"{x:7.1f}" for x in v) + f"   min {min(v):7.1f}")
+    print_times(times, 36)
     for dt, names in (("f16", ["exp_v7 f16", "MLX vn_Exp f16", "exp_v0 f16", "exp_select_half f16"]),
                       ("bf16", ["exp_in_turn_bf bf16", "MLX vn_Exp bf16"])):
         first = None

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(LIB, "cases"))
 import metal2vk as m2v  # noqa: E402
 import mlxrun  # noqa: E402
 from mlxrun import Case, Ctx, store  # noqa: E402
+from probe_timing import time_stream  # noqa: E402
 
 VARIANTS = {"gemv_tile": "as written", "gemv_tile_readonly": "W, x readonly restrict",
             "gemv_tile_unroll2": "two steps per trip", "gemv_tile_readonly_unroll2": "readonly restrict, two steps",
@@ -47,20 +48,6 @@ def reflection(name):
         "function_constants": [], "threadgroup_memory": {"static_bytes": 0, "dynamic": []},
         "workgroup_size_spec_ids": [131072, 131073, 131074], "required_subgroup_size": 32,
         "capabilities": [], "extensions": []})
-
-
-def gpu_us(stream, launch, reps=20, warmup_s=0.5):
-    t0 = time.time()
-    while time.time() - t0 < warmup_s:
-        for _ in range(4):
-            launch()
-        stream.synchronize()
-    stream.take_timings()
-    for _ in range(reps):
-        launch()
-    stream.synchronize()
-    t = stream.take_timings()
-    return (t[-1]["end_ns"] - t[0]["start_ns"]) / reps / 1e3
 
 
 def main():
@@ -125,7 +112,7 @@ def main():
         nbytes = (n * k + k + n) * 2
         for label, kernel, launch in runs:
             s.fill(out, 0xFF)
-            us = gpu_us(s, launch)
+            us = time_stream(s, launch, 20, 0.5)
             got = s.read(out, np.float16, (n, 1)).astype(np.float64)
             err = float(np.max(np.abs(got - want) / np.maximum(1, np.abs(want))))
             row = {"shape": f"{n}x{k}", "kernel": kernel, "what": label, "us": round(us, 2),

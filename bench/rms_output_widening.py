@@ -11,6 +11,7 @@ with the output loop's full-tile branch replaced by vector accesses (nothing of 
 normalization.cpp does past 4096 columns: one 1024-thread threadgroup per row, w_stride 1. Each timing is 20
 dispatches after a 0.3 s warm-up, three rounds in alternating order; the variant's output is compared with MLX's.
 """
+import functools
 import os
 import sys
 
@@ -19,7 +20,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cuda_same_shape as css  # noqa: E402
-from probe_timing import time_cuda, time_stream  # noqa: E402
+from probe_timing import print_times, race, time_cuda, time_stream  # noqa: E402
 import metal2vk as m2v  # noqa: E402
 
 ROWS = AXIS = 8192
@@ -88,13 +89,9 @@ def main():
                  f"vector output loop {dt}": ours(variant["rms_looped_vector" + tname]),
                  f"CUDA same-shape {dt}": lambda: reference(tx, tw),
                  f"PyTorch rms_norm {dt}": lambda: torch.nn.functional.rms_norm(tx, (AXIS,), tw, 1e-5)}
-        times = {k: [] for k in items}
-        for rnd in range(3):
-            for k in (list(items) if rnd % 2 == 0 else list(reversed(items))):
-                cuda = k.startswith(("CUDA", "PyTorch"))
-                times[k].append(time_cuda(items[k], 20) if cuda else time_stream(s, items[k], 20))
-        for k, v in times.items():
-            print(f"{k:28s} " + " ".join(f"{x:7.1f}" for x in v) + f"   min {min(v):7.1f}")
+        timers = {k: functools.partial(time_cuda, launch, 20) if k.startswith(("CUDA", "PyTorch"))
+                  else functools.partial(time_stream, s, launch, 20) for k, launch in items.items()}
+        print_times(race(timers), 28)
         outs = []
         for k in (f"MLX rms_looped {dt}", f"vector output loop {dt}"):
             items[k]()
