@@ -8,9 +8,11 @@ CUDA kernels of MLX's shape (bench/cuda_same_shape.py) with expf, __expf and no 
 The variants instantiate MLX's `unary_v` template (included from the MLX checkout) with an operation of this file:
 `ExpV<MODE>` evaluates Exp in float and applies the selects MODE names (1: inf at or above 12, 2: 0 at or below -18,
 4: a NaN kept; 7 is the previous form of metal_math's p16_exp, three selects in turn), `ExpSelectHalf` selects among
-16-bit values after the narrowing, `ExpBfloatInTurn` is the bfloat form (three selects in turn, bfloat's limits),
-`Identity` moves the data only. 2^26 elements; each timing is 50 back-to-back dispatches after a 0.3 s warm-up,
-three rounds in alternating order; the outputs of the exp variants are compared with the previous form's bit for bit.
+16-bit values after the narrowing, `ExpBfloatInTurn` is the previous bfloat form (three selects in turn, bfloat's limits; MLX's
+`vn_Exp` bf16 now clamps the argument instead), `Identity` moves the data only. 2^26 elements; each timing is 50
+back-to-back dispatches after a 0.3 s warm-up, three rounds in alternating order; the outputs of the exp variants are
+compared with the previous form's bit for bit, on the timing's input and on every 16-bit pattern (NaNs, infinities,
+subnormals and the range limits included).
 """
 import functools
 import os
@@ -114,15 +116,19 @@ def main():
     times = race(timers)
     print(f"{m2v.device_info()['name']}, {N} elements, µs per dispatch (three rounds, min)")
     print_times(times, 36)
-    for dt, names in (("f16", ["exp_v7 f16", "MLX vn_Exp f16", "exp_v0 f16", "exp_select_half f16"]),
-                      ("bf16", ["exp_in_turn_bf bf16", "MLX vn_Exp bf16"])):
-        first = None
-        for name in names:
-            items[name]()
-            s.synchronize()
-            got = s.read(out, np.int16, (N,)).copy()
-            first = got if first is None else first
-            print(f"{name}: {int(np.sum(got != first))} elements differ from {names[0]}'s")
+    patterns = np.tile(np.arange(1 << 16, dtype=np.uint16), N >> 16).view(np.int16)
+    for label, data in (("the timing's input", None), ("every 16-bit pattern", patterns)):
+        for dt, names in (("f16", ["exp_v7 f16", "MLX vn_Exp f16", "exp_v0 f16", "exp_select_half f16"]),
+                          ("bf16", ["exp_in_turn_bf bf16", "MLX vn_Exp bf16"])):
+            if data is not None:
+                s.upload(src[dt], data)
+            first = None
+            for name in names:
+                items[name]()
+                s.synchronize()
+                got = s.read(out, np.int16, (N,)).copy()
+                first = got if first is None else first
+                print(f"{label}: {name}: {int(np.sum(got != first))} elements differ from {names[0]}'s")
 
 
 if __name__ == "__main__":

@@ -734,7 +734,7 @@ Id Emitter::emitPseudoIntrinsic(const llvm::CallInst& call, llvm::StringRef name
   if (name == lower::pseudo::kThreadgroupShape) return done(threadgroupShape_);
   if (name == lower::pseudo::kNever) return done(b_.constantBool(false));
   if (name.starts_with(lower::pseudo::kBfloatRoundedWord))
-    return done(roundedBfloatWord(value(call.getArgOperand(0)), t));
+    return done(roundedBfloatWord(value(call.getArgOperand(0)), t, knownNeverNaN(call.getArgOperand(0))));
   if (name.starts_with(lower::pseudo::kSpecPrefix)) {
     uint32_t specId = constArg(0);
     auto it = specConstants_.find(specId);

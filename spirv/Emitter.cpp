@@ -6,6 +6,8 @@
 // variable is a typed SPIR-V array, and a pointer into it is (variable, byte offset) with the variable known
 // statically.
 #include <llvm/ADT/PostOrderIterator.h>
+#include <llvm/Analysis/SimplifyQuery.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/Demangle/Demangle.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GetElementPtrTypeIterator.h>
@@ -122,10 +124,10 @@ Id Emitter::bfloatToFloat(Id v, llvm::Type* bfType) {
   return b_.op(Op::OpBitcast, typeOf(f), {shifted});
 }
 
-Id Emitter::floatToBfloat(Id v, llvm::Type* bfType) {
+Id Emitter::floatToBfloat(Id v, llvm::Type* bfType, bool neverNaN) {
   if (options_.nativeBfloat16) return nativeBfloatNarrowing(v, bfType);
   llvm::Type* i32 = withElement(bfType, llvm::Type::getInt32Ty(module_.getContext()));
-  Id top = b_.op(Op::OpShiftRightLogical, typeOf(i32), {roundedBfloatWord(v, i32), intConst(i32, 16)});
+  Id top = b_.op(Op::OpShiftRightLogical, typeOf(i32), {roundedBfloatWord(v, i32, neverNaN), intConst(i32, 16)});
   return b_.op(Op::OpUConvert, typeOf(bfType), {top});
 }
 
@@ -140,7 +142,8 @@ Id Emitter::nativeBfloatNarrowing(Id v, llvm::Type* bitsType) {
 
 // The 32-bit word whose high half is float `v` rounded to bfloat (the low half is left over): the narrowing before
 // its final shift, which lower/BFloatWords.cpp's `m2v.bfloat.rounded_word` asks for to pack two lanes into one word.
-Id Emitter::roundedBfloatWord(Id v, llvm::Type* wordType) {
+// Adding to a NaN's bits could carry it into inf, so a NaN is kept (made quiet) by a select unless none can occur.
+Id Emitter::roundedBfloatWord(Id v, llvm::Type* wordType, bool neverNaN) {
   llvm::LLVMContext& ctx = module_.getContext();
   if (options_.nativeBfloat16) {
     Id bits = nativeBfloatNarrowing(v, withElement(wordType, llvm::Type::getInt16Ty(ctx)));
@@ -154,9 +157,14 @@ Id Emitter::roundedBfloatWord(Id v, llvm::Type* wordType) {
   Id lsb = b_.op(Op::OpBitwiseAnd, typeOf(i32),
                  {b_.op(Op::OpShiftRightLogical, typeOf(i32), {bits, intConst(i32, 16)}), intConst(i32, 1)});
   Id rounded = b_.op(Op::OpIAdd, typeOf(i32), {bits, b_.op(Op::OpIAdd, typeOf(i32), {lsb, intConst(i32, 0x7fff)})});
+  if (neverNaN) return rounded;
   Id isNan = b_.op(Op::OpIsNan, typeOf(i1), {v});
   Id quiet = b_.op(Op::OpBitwiseOr, typeOf(i32), {bits, intConst(i32, 0x00400000)});
   return b_.op(Op::OpSelect, typeOf(i32), {isNan, quiet, rounded});
+}
+
+bool Emitter::knownNeverNaN(const llvm::Value* v) {
+  return llvm::isKnownNeverNaN(v, llvm::SimplifyQuery(module_.getDataLayout()));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1045,7 +1053,7 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       }
       if (isBf) {
         Id f = from->getScalarType()->isFloatTy() ? v : b_.op(Op::OpFConvert, typeOf(f32t), {v});
-        Id out = floatToBfloat(f, t);
+        Id out = floatToBfloat(f, t, knownNeverNaN(i.getOperand(0)));
         define(&i, out);
         return out;
       }
@@ -1076,7 +1084,7 @@ Id Emitter::emitOp(const llvm::Instruction& i) {
       Op op = i.getOpcode() == llvm::Instruction::UIToFP ? Op::OpConvertUToF : Op::OpConvertSToF;
       if (!isBf) return b_.op(op, typeOf(t), {v}, resultId(&i));
       llvm::Type* f32t = withElement(t, llvm::Type::getFloatTy(t->getContext()));
-      Id out = floatToBfloat(b_.op(op, typeOf(f32t), {v}), t);
+      Id out = floatToBfloat(b_.op(op, typeOf(f32t), {v}), t, /*neverNaN=*/true);
       define(&i, out);
       return out;
     }

@@ -73,9 +73,11 @@ class Emitter {
   Id splatLike(llvm::Type* like, Id scalar);  // a constant of `like`'s shape
   Id intConst(llvm::Type* t, uint64_t v);
   Id bfloatToFloat(Id v, llvm::Type* bfType);
-  Id floatToBfloat(Id v, llvm::Type* bfType);
+  // neverNaN: the float is known not to be a NaN (knownNeverNaN), so the rounding skips quieting one
+  Id floatToBfloat(Id v, llvm::Type* bfType, bool neverNaN = false);
   Id nativeBfloatNarrowing(Id v, llvm::Type* bitsType);
-  Id roundedBfloatWord(Id v, llvm::Type* wordType);
+  Id roundedBfloatWord(Id v, llvm::Type* wordType, bool neverNaN = false);
+  bool knownNeverNaN(const llvm::Value* v);  // LLVM's floating-point class analysis
   llvm::Type* withElement(llvm::Type* t, llvm::Type* elem);
   Id glsl(Id type, uint32_t inst, const std::vector<Id>& args);
   Id glslFloat(llvm::Type* t, uint32_t inst, std::vector<Id> args, bool doubleOk);

@@ -22,9 +22,10 @@ kernel void sigmoid_bf(device const bfloat2* in [[buffer(0)]], device bfloat2* o
 // CHECK-NEXT: %[[X0:[0-9]+]] = OpShiftLeftLogical %uint %[[X]] %uint_16
 // CHECK-NEXT: %[[XF:[0-9]+]] = OpBitcast %float %[[X0]]
 // CHECK-NEXT: %[[A:[0-9]+]] = OpExtInst %float %{{[0-9]+}} FAbs %[[XF]]
-// CHECK-NEXT: OpExtInst %float %{{[0-9]+}} Exp %[[A]]
-// CHECK: %[[EW:[0-9]+]] = OpSelect %uint
-// CHECK-NEXT: %[[EM:[0-9]+]] = OpBitwiseAnd %uint %[[EW]] %uint_4294901760
+// CHECK-NEXT: %[[LO:[0-9]+]] = OpExtInst %float %{{[0-9]+}} NMax %[[A]] %float_n104
+// CHECK-NEXT: %[[HI:[0-9]+]] = OpExtInst %float %{{[0-9]+}} NMin %[[LO]] %float_88_7219
+// CHECK-NEXT: OpExtInst %float %{{[0-9]+}} Exp %[[HI]]
+// CHECK: %[[EM:[0-9]+]] = OpBitwiseAnd %uint %{{[0-9]+}} %uint_4294901760
 // CHECK-NEXT: %[[E:[0-9]+]] = OpBitcast %float %[[EM]]
 // CHECK-NEXT: %[[EN:[0-9]+]] = OpSelect %float %{{[0-9]+}} %[[A]] %[[E]]
 // CHECK-NEXT: %[[S:[0-9]+]] = OpFAdd %float %[[EN]] %float_1
