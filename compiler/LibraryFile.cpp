@@ -14,14 +14,17 @@ namespace m2v {
 
 namespace {
 
-constexpr char kMagic[8] = {'M', '2', 'V', 'L', 'I', 'B', '0', '2'};
+constexpr char kMagic[8] = {'M', '2', 'V', 'L', 'I', 'B', '0', '3'};
 constexpr char kOlderMagic[6] = {'M', '2', 'V', 'L', 'I', 'B'};  // the same prefix, another format version
 // A kernel record's variant bits: which builds follow the portable module, in this order.
 constexpr uint64_t kHasCooperative = 1, kHasNativeBfloat16 = 2;
+// A deferred source's compile flags.
+constexpr uint64_t kFastMath = 1, kNoCooperativeMatrix = 2, kNativeBfloat16 = 4;
 // Bounds that no real kernel reaches; a larger length field means a damaged file, not a reason to allocate.
 constexpr uint64_t kMaxJsonBytes = uint64_t(64) << 20;
 constexpr uint64_t kMaxSpirvWords = uint64_t(256) << 20;
 constexpr uint64_t kMaxKernels = uint64_t(1) << 24;
+constexpr uint64_t kMaxTextBytes = uint64_t(1) << 30;
 
 uint64_t fnv1a64(std::string_view bytes) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -33,6 +36,10 @@ uint64_t fnv1a64(std::string_view bytes) {
 }
 
 void appendU64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+void appendString(std::string& out, std::string_view s) {
+  appendU64(out, s.size());
+  out += s;
+}
 
 // Reads fields in order from a byte range, throwing with what was being read when the range runs out.
 struct Cursor {
@@ -52,7 +59,53 @@ struct Cursor {
     pos += n;
     return v;
   }
+  std::string string(const char* what) {
+    uint64_t n = u64(what);
+    if (n > kMaxTextBytes) throw std::runtime_error(std::string("damaged (length of ") + what + ")");
+    return std::string(take(n, what));
+  }
+  uint64_t count(const char* what) {
+    uint64_t n = u64(what);
+    if (n > kMaxKernels) throw std::runtime_error(std::string("damaged (") + what + " " + std::to_string(n) + ")");
+    return n;
+  }
 };
+
+void appendSource(std::string& out, const DeferredSource& source) {
+  appendString(out, source.name);
+  appendString(out, source.body);
+  appendU64(out, (source.fastMath ? kFastMath : 0) | (source.cooperativeMatrix ? 0 : kNoCooperativeMatrix) |
+                     (source.nativeBfloat16 ? kNativeBfloat16 : 0));
+  appendU64(out, source.metalVersion);
+  appendU64(out, source.warnings.size());
+  for (const std::string& w : source.warnings) appendString(out, w);
+  appendU64(out, source.entries.size());
+  for (const DeferredEntry& e : source.entries) {
+    appendString(out, e.name);
+    appendString(out, e.instantiation);
+  }
+}
+
+DeferredSource readSource(Cursor& in) {
+  DeferredSource source;
+  source.name = in.string("source name");
+  source.body = in.string("source body");
+  uint64_t flags = in.u64("compile flags");
+  if (flags & ~(kFastMath | kNoCooperativeMatrix | kNativeBfloat16))
+    throw std::runtime_error("damaged (compile flags " + std::to_string(flags) + ")");
+  source.fastMath = flags & kFastMath;
+  source.cooperativeMatrix = !(flags & kNoCooperativeMatrix);
+  source.nativeBfloat16 = flags & kNativeBfloat16;
+  source.metalVersion = uint32_t(in.u64("Metal version"));
+  for (uint64_t n = in.count("warning count"); n > 0; --n) source.warnings.push_back(in.string("warning"));
+  for (uint64_t n = in.count("entry count"); n > 0; --n) {
+    DeferredEntry e;
+    e.name = in.string("entry name");
+    e.instantiation = in.string("instantiation");
+    source.entries.push_back(std::move(e));
+  }
+  return source;
+}
 
 CompiledModule readModule(Cursor& in) {
   CompiledModule m;
@@ -121,7 +174,7 @@ CompiledKernel readKernelRecord(std::string_view bytes, size_t& pos) {
   return kernel;
 }
 
-std::vector<CompiledKernel> readLibraryFile(const std::string& path) {
+LibraryContents readLibrary(const std::string& path) {
   const std::string bytes = readWholeFile(path);
   if (bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kOlderMagic, sizeof kOlderMagic) == 0 &&
       std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
@@ -135,7 +188,7 @@ std::vector<CompiledKernel> readLibraryFile(const std::string& path) {
   uint64_t stored;
   std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
   if (stored != fnv1a64(body)) throw std::runtime_error(path + ": damaged library file (checksum mismatch)");
-  std::vector<CompiledKernel> kernels;
+  LibraryContents contents;
   size_t pos = 0;
   try {
     Cursor in{body, pos};
@@ -145,28 +198,44 @@ std::vector<CompiledKernel> readLibraryFile(const std::string& path) {
     if (version != compilerVersion())
       throw std::runtime_error("written by metal2vk compiler '" + std::string(version) + "', this one is '" +
                                compilerVersion() + "': rebuild the library");
-    uint64_t count = in.u64("kernel count");
-    if (count > kMaxKernels) throw std::runtime_error("damaged (kernel count " + std::to_string(count) + ")");
-    kernels.reserve(count);
-    for (uint64_t i = 0; i < count; ++i) kernels.push_back(readKernelRecord(body, pos));
-    if (pos != body.size()) throw std::runtime_error("damaged (bytes after the last kernel)");
+    uint64_t count = in.count("kernel count");
+    contents.kernels.reserve(count);
+    for (uint64_t i = 0; i < count; ++i) contents.kernels.push_back(readKernelRecord(body, pos));
+    for (uint64_t n = in.count("source count"); n > 0; --n) contents.sources.push_back(readSource(in));
+    if (pos != body.size()) throw std::runtime_error("damaged (bytes after the last source)");
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(path + ": library file " + e.what());
   }
-  return kernels;
+  return contents;
+}
+
+std::vector<CompiledKernel> readLibraryFile(const std::string& path) {
+  LibraryContents contents = readLibrary(path);
+  if (!contents.sources.empty())
+    throw std::runtime_error(path + ": library file holds deferred sources (" + contents.sources[0].name +
+                             "): read it as a whole library");
+  return std::move(contents.kernels);
 }
 
 void writeLibraryFile(const std::string& path, const std::vector<CompiledKernel>& kernels) {
+  writeLibrary(path, LibraryContents{kernels, {}});
+}
+
+void writeLibrary(const std::string& path, const LibraryContents& contents) {
   std::unordered_set<std::string> names;
-  for (const CompiledKernel& k : kernels)
-    if (!names.insert(k.reflection.entry).second)
-      throw std::runtime_error(path + ": kernel '" + k.reflection.entry + "' appears twice in the library");
+  auto unique = [&](const std::string& name) {
+    if (!names.insert(name).second)
+      throw std::runtime_error(path + ": kernel '" + name + "' appears twice in the library");
+  };
+  for (const CompiledKernel& k : contents.kernels) unique(k.reflection.entry);
+  for (const DeferredSource& s : contents.sources)
+    for (const DeferredEntry& e : s.entries) unique(e.name);
   std::string bytes(kMagic, sizeof kMagic);
-  const std::string version = compilerVersion();
-  appendU64(bytes, version.size());
-  bytes += version;
-  appendU64(bytes, kernels.size());
-  for (const CompiledKernel& k : kernels) appendKernelRecord(bytes, k);
+  appendString(bytes, compilerVersion());
+  appendU64(bytes, contents.kernels.size());
+  for (const CompiledKernel& k : contents.kernels) appendKernelRecord(bytes, k);
+  appendU64(bytes, contents.sources.size());
+  for (const DeferredSource& s : contents.sources) appendSource(bytes, s);
   appendU64(bytes, fnv1a64(std::string_view(bytes).substr(sizeof kMagic)));
 
   namespace fs = std::filesystem;

@@ -98,6 +98,10 @@ struct PreprocessOptions {
 };
 bool preprocessFile(const std::string& path, const CompileOptions& options, const PreprocessOptions& pp,
                     std::vector<std::string>* headers);
+// The file preprocessed for a deferred source (deferred_source.h): the user's own headers expanded, ours left as
+// the #include lines that entered them, line markers without include flags. Diagnostics go to standard error;
+// nothing on errors.
+std::optional<std::string> preprocessForDeferral(const std::string& path, const CompileOptions& options);
 
 // Reports `message` at the source position of `inst` (from its debug location), or without one.
 void reportAt(Diagnostics& diags, const SourceMap& sources, const llvm::Instruction* inst, Severity severity,

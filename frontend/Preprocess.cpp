@@ -6,7 +6,13 @@
 #include <clang/Frontend/FrontendActions.h>
 #include <clang/Lex/PPCallbacks.h>
 #include <clang/Lex/Preprocessor.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/VirtualFileSystem.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <optional>
 
 #include "Frontend.h"
 
@@ -66,16 +72,20 @@ class ListingPreprocessAction : public clang::PrintPreprocessedAction {
 
 }  // namespace
 
-bool preprocessFile(const std::string& path, const CompileOptions& options, const PreprocessOptions& pp,
-                    std::vector<std::string>* headers) {
+namespace {
+
+// Runs the preprocessor over `path` into `outputPath` ("-": standard output) with the compiler's language, target and
+// include rules (ClangFrontend.cpp), without code generation.
+bool runPreprocessor(const std::string& path, const CompileOptions& options, const PreprocessOptions& pp,
+                     std::vector<std::string>* headers, const std::string& outputPath, std::string* ownRootOut) {
   auto overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(llvm::vfs::getRealFileSystem());
   std::string ownRoot;
   addStdlibOverlay(*overlay, &ownRoot);
+  if (ownRootOut) *ownRootOut = ownRoot;
 
-  // The compiler's language, target and include rules (ClangFrontend.cpp), without code generation.
   std::vector<std::string> args = {"-E", "-triple", "nvptx64-nvidia-cuda", "-x", "c++", "-std=c++17",
                                    "-nostdsysteminc", "-nobuiltininc", "-nostdinc++", "-fgnuc-version=4.2.1",
-                                   "-Wno-unknown-pragmas", "-o", "-"};
+                                   "-Wno-unknown-pragmas", "-o", outputPath};
   for (std::string& macro : metalMacroArguments(options)) args.push_back(std::move(macro));
   for (const std::string& w : options.warnings) args.push_back(w);
   if (!pp.warnings) args.push_back("-w");
@@ -99,6 +109,73 @@ bool preprocessFile(const std::string& path, const CompileOptions& options, cons
   ci.createFileManager();
   ListingPreprocessAction action(ownRoot, headers);
   return ci.ExecuteAction(action) && !ci.getDiagnostics().hasErrorOccurred();
+}
+
+// A line marker of preprocessed output (`# LINE "FILE" FLAGS...`): the file it names and the line, or nothing for
+// another line.
+std::optional<std::pair<std::string, long>> lineMarker(std::string_view line) {
+  size_t i = line.find_first_not_of(" \t");
+  if (i == std::string_view::npos || line[i] != '#') return std::nullopt;
+  i = line.find_first_not_of(" \t", i + 1);
+  if (i == std::string_view::npos || !std::isdigit(static_cast<unsigned char>(line[i]))) return std::nullopt;
+  long number = std::strtol(line.data() + i, nullptr, 10);
+  size_t open = line.find('"', i), close = open == std::string_view::npos ? open : line.find('"', open + 1);
+  if (close == std::string_view::npos) return std::nullopt;
+  return std::make_pair(std::string(line.substr(open + 1, close - open - 1)), number);
+}
+
+}  // namespace
+
+bool preprocessFile(const std::string& path, const CompileOptions& options, const PreprocessOptions& pp,
+                    std::vector<std::string>* headers) {
+  return runPreprocessor(path, options, pp, headers, "-", nullptr);
+}
+
+std::optional<std::string> preprocessForDeferral(const std::string& path, const CompileOptions& options) {
+  llvm::SmallString<128> tmp;
+  if (llvm::sys::fs::createTemporaryFile("m2v-preprocessed", "metal", tmp)) return std::nullopt;
+  std::string ownRoot;
+  CompileOptions keepKeywords = options;
+  keepKeywords.defines.emplace_back("__M2V_KEEP_METAL_KEYWORDS", "1");
+  PreprocessOptions quiet;  // the compile of the result reports the warnings, at the same places
+  quiet.warnings = false;
+  bool ok = runPreprocessor(path, keepKeywords, quiet, nullptr, std::string(tmp), &ownRoot);
+  auto buffer = llvm::MemoryBuffer::getFile(tmp);
+  llvm::sys::fs::remove(tmp);
+  if (!ok || !buffer) return std::nullopt;
+
+  // Keep the user's files; our headers become #include lines again (the compile that reads this text adds them as
+  // it adds them to any source), the predefines go. Line markers keep their file and line but drop the include
+  // flags, which clang checks against an include stack this text no longer has; a marker that only skips lines of
+  // the same file becomes those line breaks (the Metal rewriter reads a statement's previous token, and a marker
+  // between two statements would be that token).
+  std::string out;
+  bool inUserFile = false;
+  std::string currentFile;
+  long currentLine = 0;  // the line the next line of text has in currentFile
+  llvm::StringRef text = (*buffer)->getBuffer();
+  while (!text.empty()) {
+    auto [line, rest] = text.split('\n');
+    text = rest;
+    std::optional<std::pair<std::string, long>> marker = lineMarker(std::string_view(line.data(), line.size()));
+    if (!marker) {
+      if (inUserFile) (out += std::string_view(line.data(), line.size())) += '\n';
+      ++currentLine;
+      continue;
+    }
+    const auto& [file, number] = *marker;
+    const bool ours = llvm::StringRef(file).starts_with(ownRoot + "/");
+    if (ours && inUserFile) out += "#include <" + file.substr(ownRoot.size() + 1) + ">\n";
+    inUserFile = !ours && file != "<built-in>" && file != "<command line>";
+    if (inUserFile && file == currentFile && number >= currentLine) {
+      out.append(size_t(number - currentLine), '\n');
+    } else if (inUserFile) {
+      out += "# " + std::to_string(number) + " \"" + file + "\"\n";
+    }
+    currentFile = inUserFile ? file : std::string();
+    currentLine = number;
+  }
+  return out;
 }
 
 }  // namespace m2v::frontend

@@ -1,5 +1,6 @@
 // Libraries (from source through the compiler and its caches, or from library files), functions with function
 // constants, and compute pipeline states.
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -14,8 +15,7 @@ namespace {
 LibraryImpl* newLibraryOf(DeviceImpl* device, std::shared_ptr<const std::vector<CompiledKernel>> kernels) {
   auto* library = new LibraryImpl;
   library->device = NS::RetainPtr(device);
-  library->kernels = std::move(kernels);
-  for (size_t i = 0; i < library->kernels->size(); ++i) library->byName.emplace((*library->kernels)[i].reflection.entry, i);
+  library->addKernels(std::move(kernels));
   return library;
 }
 
@@ -98,7 +98,19 @@ MTL::Function* makeFunction(LibraryImpl* library, const std::string& name, const
              "Function " + name + " was not found in the library");
     return nullptr;
   }
-  const KernelReflection& reflection = (*library->kernels)[it->second].reflection;
+  const CompiledKernel* compiled = nullptr;
+  try {
+    compiled = &library->kernel(it->second);
+  } catch (const m2v::mlx::CompileError& e) {
+    setError(error, kLibraryErrorDomain,
+             e.status == m2v::Status::Unsupported ? MTL::LibraryErrorUnsupported : MTL::LibraryErrorCompileFailure,
+             "Function " + name + " did not compile:\n" + e.diagnostics);
+    return nullptr;
+  } catch (const std::exception& e) {
+    setError(error, kLibraryErrorDomain, MTL::LibraryErrorInternal, "Function " + name + ": " + e.what());
+    return nullptr;
+  }
+  const KernelReflection& reflection = compiled->reflection;
   std::vector<std::pair<uint32_t, ConstantSetting>> constants;
   if (values) {
     for (const auto& entry : impl<const FunctionConstantValuesImpl>(values)->entries) {
@@ -127,15 +139,51 @@ MTL::Function* makeFunction(LibraryImpl* library, const std::string& name, const
 
 }  // namespace
 
+void LibraryImpl::addKernels(std::shared_ptr<const std::vector<CompiledKernel>> kernels) {
+  for (const CompiledKernel& k : *kernels) {
+    byName.emplace(k.reflection.entry, entries.size());
+    entries.push_back({k.reflection.entry, std::shared_ptr<const CompiledKernel>(kernels, &k), nullptr, 0});
+  }
+}
+
+void LibraryImpl::addSource(std::shared_ptr<const m2v::DeferredSource> source) {
+  for (size_t i = 0; i < source->entries.size(); ++i) {
+    byName.emplace(source->entries[i].name, entries.size());
+    entries.push_back({source->entries[i].name, nullptr, source, i});
+  }
+}
+
+const CompiledKernel& LibraryImpl::kernel(size_t index) {
+  Entry& entry = entries[index];
+  {
+    std::lock_guard lock(compileMutex);
+    if (entry.compiled) return *entry.compiled;
+  }
+  // Compiled outside the lock (seconds for a large file's instantiation): two threads asking for the same entry at
+  // once compile it twice, and the module cache keeps one.
+  const m2v::DeferredEntry& deferred = entry.source->entries[entry.sourceEntry];
+  auto kernels = m2v::mlx::compileLibraryCached(entry.source->sourceFor(deferred), entry.source->name,
+                                                entry.source->optionsFor(deferred));
+  auto it = std::find_if(kernels->begin(), kernels->end(),
+                         [&](const CompiledKernel& k) { return k.reflection.entry == entry.name; });
+  if (it == kernels->end())
+    throw m2v::mlx::CompileError(m2v::Status::InternalError,
+                                 "the instantiation of " + entry.name + " compiled to no entry point of that name",
+                                 entry.source->name);
+  std::lock_guard lock(compileMutex);
+  if (!entry.compiled) entry.compiled = std::shared_ptr<const CompiledKernel>(kernels, &*it);
+  return *entry.compiled;
+}
+
 m2v::Kernel LibraryImpl::runtimeKernel(size_t index) {
   uint64_t generation = device->generation();
+  const CompiledKernel& compiled = kernel(index);
   std::lock_guard lock(kernelMutex);
   if (generation != kernelsGeneration) {  // the device was replaced: its shader modules went with it
     runtimeKernels.clear();
     kernelsGeneration = generation;
   }
   if (auto it = runtimeKernels.find(index); it != runtimeKernels.end()) return it->second;
-  const CompiledKernel& compiled = (*kernels)[index];
   std::shared_ptr<m2v::Device> current = device->runtime();
   m2v::Device& runtime = *current;
   // The portable build: its native-bfloat16 emission where the device has the bfloat16 type (M2V_NATIVE_BFLOAT16).
@@ -246,8 +294,12 @@ Library* Device::newLibrary(const NS::String* filepath, NS::Error** error) {
     return nullptr;
   }
   try {
-    auto kernels = std::make_shared<const std::vector<m2v::CompiledKernel>>(m2v::readLibraryFile(path));
-    return newLibraryOf(impl<DeviceImpl>(this), std::move(kernels));
+    m2v::LibraryContents contents = m2v::readLibrary(path);
+    auto* library = newLibraryOf(
+        impl<DeviceImpl>(this), std::make_shared<const std::vector<m2v::CompiledKernel>>(std::move(contents.kernels)));
+    for (m2v::DeferredSource& source : contents.sources)
+      library->addSource(std::make_shared<const m2v::DeferredSource>(std::move(source)));
+    return library;
   } catch (const std::exception& e) {
     setError(error, kLibraryErrorDomain, LibraryErrorInternal, e.what());
     return nullptr;
@@ -334,8 +386,8 @@ LibraryType Library::type() const { return LibraryTypeExecutable; }
 NS::Array* Library::functionNames() const {
   std::vector<NS::SharedPtr<NS::String>> names;
   std::vector<const NS::Object*> objects;
-  for (const m2v::CompiledKernel& k : *impl<const LibraryImpl>(this)->kernels) {
-    names.push_back(NS::TransferPtr(newString(k.reflection.entry)));
+  for (const LibraryImpl::Entry& entry : impl<const LibraryImpl>(this)->entries) {
+    names.push_back(NS::TransferPtr(newString(entry.name)));
     objects.push_back(names.back().get());
   }
   return NS::Array::array(objects.data(), objects.size());

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "metal2vk/compiler.h"
+#include "metal2vk/deferred_source.h"
 #include "metal2vk/runtime.h"
 
 namespace m2v::metal {
@@ -180,13 +181,28 @@ class CompileOptionsImpl final : public MTL::CompileOptions {
 class LibraryImpl final : public MTL::Library {
  public:
   NS::SharedPtr<DeviceImpl> device;
-  std::shared_ptr<const std::vector<CompiledKernel>> kernels;
+  // Every entry point, in the library's order: compiled ones from the start, deferred ones (a library file's
+  // deferred sources, deferred_source.h) compiled when first asked for.
+  struct Entry {
+    std::string name;
+    std::shared_ptr<const CompiledKernel> compiled;  // null until a deferred entry is compiled (under compileMutex)
+    std::shared_ptr<const m2v::DeferredSource> source;
+    size_t sourceEntry = 0;  // its index in source->entries
+  };
+  std::vector<Entry> entries;
   std::unordered_map<std::string, size_t> byName;
   Labelled label;
   // Runtime kernels (VkShaderModules) made on first use, shared by every function and pipeline of one entry.
   std::mutex kernelMutex;
   std::unordered_map<size_t, m2v::Kernel> runtimeKernels;
   uint64_t kernelsGeneration = 0;  // the device generation runtimeKernels belong to
+  std::mutex compileMutex;
+
+  void addKernels(std::shared_ptr<const std::vector<CompiledKernel>> kernels);
+  void addSource(std::shared_ptr<const m2v::DeferredSource> source);
+  // The compiled kernel of entry `index`, a deferred one compiled (through the module cache) on first use; throws
+  // m2v::mlx::CompileError when it does not compile.
+  const CompiledKernel& kernel(size_t index);
   // The runtime kernel of entry `index` on the current device; throws m2v::RuntimeError (e.g. 32-wide simdgroups
   // unavailable).
   m2v::Kernel runtimeKernel(size_t index);
@@ -224,7 +240,7 @@ class FunctionImpl final : public MTL::Function {
   NS::SharedPtr<NS::String> name;
   std::vector<std::pair<uint32_t, ConstantSetting>> constants;  // by Metal index
   Labelled label;
-  const CompiledKernel& kernel() const { return (*library->kernels)[kernelIndex]; }
+  const CompiledKernel& kernel() const { return library->kernel(kernelIndex); }
 };
 
 class LinkedFunctionsImpl final : public MTL::LinkedFunctions {

@@ -74,7 +74,10 @@ def child_main(module_name, skip_ids_file):
 
         def addSkip(self, test, reason):
             super().addSkip(test, reason)
-            self._skip = reason
+            if isinstance(test, unittest.TestCase):
+                self._skip = reason
+            else:  # a class or module fixture skipped its tests: no startTest/stopTest comes for it
+                emit(event='end', id=str(test), outcome='skip', detail=reason)
 
         def addUnexpectedSuccess(self, test):
             super().addUnexpectedSuccess(test)
@@ -306,6 +309,8 @@ def main():
         for test, (outcome, detail) in results.items():
             if outcome == 'fail':
                 print('    FAIL %s: %s' % (test, ' '.join(detail.split())[:300]), flush=True)
+            elif outcome == 'skip' and detail:
+                print('    SKIP %s: %s' % (test, ' '.join(detail.split())[:300]), flush=True)
         if args.json:
             write_json()
     refused, others = failure_causes(report)

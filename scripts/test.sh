@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every test (ctest) on the default Vulkan device (lavapipe when there is no GPU); then MLX's own C++
 # tests on MLX's Metal backend over metal2vk, when an MLX checkout is beside the repository
-# (../shared/third_party/mlx, or M2V_MLX_ROOT): the cases in cmake/mlx/lavapipe-floor.txt must pass; then MLX's
+# (../shared/third_party/mlx, or M2V_MLX_ROOT): the cases in cmake/mlx/lavapipe-floor.txt must pass; our tests of
+# MLX's Python package (cmake/mlx/python/tests); then MLX's
 # Python package (`import mlx.core`) and a quick part of MLX's Python tests: the tests of cmake/mlx/python/
 # lavapipe-floor.txt in those files must pass (the whole suite: scripts/test-mlx.sh build-mlx --python).
 set -euo pipefail
@@ -13,6 +14,10 @@ mlx=${M2V_MLX_ROOT:-../shared/third_party/mlx}
 if [ -f "$mlx/mlx/version.h" ]; then
   M2V_BUILD=build scripts/build-mlx.sh "$mlx" build-mlx --python
   scripts/test-mlx.sh build-mlx --timeout 30 --floor cmake/mlx/lavapipe-floor.txt
+  # Ours on MLX's Python package: quantization against MLX's CPU backend, mlx-lm end to end (each skips, saying why,
+  # where the GPU cannot run MLX's kernels: lavapipe's 8-lane subgroups).
+  scripts/test-mlx.sh build-mlx --python --tests cmake/mlx/python/tests --file test_quantized_matrix.py \
+    --file test_mlx_lm_greedy.py --test-timeout 600
   quick=()
   for f in array autograd compile constants device double eval graph memory nn ops optimizers threads tree; do
     quick+=(--file "test_$f.py")

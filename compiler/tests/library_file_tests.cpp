@@ -172,34 +172,72 @@ TEST_F(LibraryFileTest, DamagedByteIsRefused) {
 }
 
 TEST_F(LibraryFileTest, OtherCompilerVersionIsRefused) {
-  // A well-formed file from another compiler version: magic, version, zero kernels, checksum.
+  // A well-formed file from another compiler version: magic, version, zero kernels, zero sources, checksum.
   std::string body;
   const std::string version = "metal2vk-0.0.0-abi0";
   uint64_t n = version.size(), zero = 0;
   body.append(reinterpret_cast<const char*>(&n), 8);
   body += version;
   body.append(reinterpret_cast<const char*>(&zero), 8);
+  body.append(reinterpret_cast<const char*>(&zero), 8);
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : body) h = (h ^ c) * 0x100000001b3ull;
-  std::string bytes = "M2VLIB02" + body;
+  std::string bytes = "M2VLIB03" + body;
   bytes.append(reinterpret_cast<const char*>(&h), 8);
   const std::string file = path("old.metallib");
   writeBytes(file, bytes);
   std::string error = readError(file);
   EXPECT_NE(error.find("metal2vk-0.0.0-abi0"), std::string::npos) << error;
   EXPECT_NE(error.find("rebuild"), std::string::npos) << error;
-  // The same file in the first format (module counts where variant bits are now): refused as another format.
-  bytes.replace(0, 8, "M2VLIB01");
-  writeBytes(file, bytes);
-  error = readError(file);
-  EXPECT_NE(error.find("another format version"), std::string::npos) << error;
-  EXPECT_NE(error.find("rebuild"), std::string::npos) << error;
+  // The same file in the earlier formats (module counts where variant bits are now; no deferred sources): refused
+  // as another format.
+  for (const char* older : {"M2VLIB01", "M2VLIB02"}) {
+    bytes.replace(0, 8, older);
+    writeBytes(file, bytes);
+    error = readError(file);
+    EXPECT_NE(error.find("another format version"), std::string::npos) << older << ": " << error;
+    EXPECT_NE(error.find("rebuild"), std::string::npos) << older << ": " << error;
+  }
 }
 
 TEST_F(LibraryFileTest, DuplicateEntryIsRefusedByTheWriter) {
   std::vector<m2v::CompiledKernel> twice{kernels()[0], kernels()[0]};
   EXPECT_THROW(m2v::writeLibraryFile(path("dup.air"), twice), std::runtime_error);
   EXPECT_FALSE(fs::exists(path("dup.air")));
+}
+
+// A library with a deferred source: the source's text, options and entries come back as written, beside the
+// compiled kernels; an entry name that is also a compiled kernel's is refused.
+TEST_F(LibraryFileTest, DeferredSourcesRoundTrip) {
+  m2v::DeferredSource source = m2v::splitInstantiations(
+      "template <typename T> kernel void k(device T* p) { *p = T(1); }\n"
+      "template [[host_name(\"k_float\")]] kernel void k<float>(device float*);\n"
+      "template [[host_name(\"k_int\")]] kernel void k<int>(device int*);\n",
+      "two.metal");
+  source.fastMath = true;
+  source.metalVersion = 310;
+  source.warnings = {"-Wall"};
+  ASSERT_EQ(source.entries.size(), 2u);
+  const std::string file = path("deferred.metallib");
+  m2v::writeLibrary(file, {kernels(), {source}});
+  m2v::LibraryContents read = m2v::readLibrary(file);
+  ASSERT_EQ(read.kernels.size(), kernels().size());
+  ASSERT_EQ(read.sources.size(), 1u);
+  const m2v::DeferredSource& back = read.sources[0];
+  EXPECT_EQ(back.name, "two.metal");
+  EXPECT_EQ(back.body, source.body);
+  EXPECT_TRUE(back.fastMath);
+  EXPECT_EQ(back.metalVersion, 310u);
+  EXPECT_EQ(back.warnings, std::vector<std::string>{"-Wall"});
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[1].name, "k_int");
+  EXPECT_EQ(back.entries[1].instantiation, source.entries[1].instantiation);
+  // The kernels-only reader refuses what it would lose.
+  EXPECT_NE(readError(file).find("deferred sources"), std::string::npos) << readError(file);
+
+  m2v::DeferredSource clash = source;
+  clash.entries[0].name = kernels()[0].reflection.entry;
+  EXPECT_THROW(m2v::writeLibrary(path("clash.metallib"), {kernels(), {clash}}), std::runtime_error);
 }
 
 TEST_F(LibraryFileTest, UnwritablePathNamesIt) {

@@ -124,6 +124,18 @@ class MetalApi : public ::testing::Test {
   }
   static const float* floats(MTL::Buffer* b) { return static_cast<const float*>(b->contents()); }
 
+  // One command buffer: `state` over `threads` threads (one threadgroup) with `buffer` at index 0, waited for.
+  void runOnBuffer(MTL::ComputePipelineState* state, MTL::Buffer* buffer, NS::UInteger threads) {
+    MTL::CommandBuffer* cb = queue_->commandBuffer();
+    auto* enc = cb->computeCommandEncoder();
+    enc->setComputePipelineState(state);
+    enc->setBuffer(buffer, 0, 0);
+    enc->dispatchThreads(MTL::Size(threads, 1, 1), MTL::Size(threads, 1, 1));
+    enc->endEncoding();
+    cb->commit();
+    cb->waitUntilCompleted();
+  }
+
   static inline NS::SharedPtr<MTL::Device> device_;
   static inline NS::SharedPtr<MTL::Library> library_;
   static inline NS::SharedPtr<MTL::CommandQueue> queue_;
@@ -704,7 +716,9 @@ TEST_F(MetalApi, LibraryFromFile) {
   // A library file as `m2v metallib` writes it, read through newLibrary(URL).
   auto* libraryImpl = m2v::metal::impl<m2v::metal::LibraryImpl>(library_.get());
   std::string path = ::testing::TempDir() + "/metal_api_test.metallib";
-  m2v::writeLibraryFile(path, *libraryImpl->kernels);
+  std::vector<m2v::CompiledKernel> kernels;
+  for (size_t i = 0; i < libraryImpl->entries.size(); ++i) kernels.push_back(libraryImpl->kernel(i));
+  m2v::writeLibraryFile(path, kernels);
   NS::Error* error = nullptr;
   auto fromFile = NS::TransferPtr(device_->newLibrary(NS::URL::fileURLWithPath(str(path.c_str())), &error));
   ASSERT_TRUE(fromFile) << (error ? error->localizedDescription()->utf8String() : "");
@@ -714,19 +728,58 @@ TEST_F(MetalApi, LibraryFromFile) {
   auto state = NS::TransferPtr(device_->newComputePipelineState(function.get(), &error));
   ASSERT_TRUE(state);
   auto x = sharedBuffer(32);
-  MTL::CommandBuffer* cb = queue_->commandBuffer();
-  auto* enc = cb->computeCommandEncoder();
-  enc->setComputePipelineState(state.get());
-  enc->setBuffer(x.get(), 0, 0);
-  enc->dispatchThreads(MTL::Size(32, 1, 1), MTL::Size(32, 1, 1));
-  enc->endEncoding();
-  cb->commit();
-  cb->waitUntilCompleted();
+  runOnBuffer(state.get(), x.get(), 32);
   for (uint32_t i = 0; i < 32; ++i) ASSERT_EQ(floats(x.get())[i], float(i) * 2.0f);
   error = nullptr;
   EXPECT_EQ(device_->newLibrary(str("/nonexistent/mlx.metallib"), &error), nullptr);
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->code(), MTL::LibraryErrorFileNotFound);
+}
+
+TEST_F(MetalApi, LibraryFileCompilesDeferredEntriesOnFirstUse) {
+  // A deferred source as `m2v metal -c` stores one: each [[host_name]] instantiation compiles when newFunction first
+  // asks for it. `scaled_int` cannot compile (an int has no `.x`): asking for it fails with the compiler's words and
+  // leaves the other entries usable; the other instantiations of the same template compile and run.
+  const char* text = R"(#include <metal_stdlib>
+using namespace metal;
+template <typename T, int Scale>
+[[kernel]] void scaled(device T* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = T(i) * T(Scale); }
+template <typename T>
+[[kernel]] void broken(device T* x [[buffer(0)]]) { x[0] = x[0].x; }
+template [[host_name("scaled_float_3")]] [[kernel]] void scaled<float, 3>(device float*, uint);
+template [[host_name("scaled_" "uint" "_5")]] [[kernel]] void scaled<uint, 5>(device uint*, uint);
+template [[host_name("broken_int")]] [[kernel]] void broken<int>(device int*);
+)";
+  m2v::DeferredSource source = m2v::splitInstantiations(text, "deferred_test.metal");
+  ASSERT_EQ(source.entries.size(), 3u);
+  std::string path = ::testing::TempDir() + "/metal_api_deferred.metallib";
+  m2v::writeLibrary(path, {{}, {source}});
+  NS::Error* error = nullptr;
+  auto library = NS::TransferPtr(device_->newLibrary(NS::URL::fileURLWithPath(str(path.c_str())), &error));
+  ASSERT_TRUE(library) << (error ? error->localizedDescription()->utf8String() : "");
+  EXPECT_EQ(library->functionNames()->count(), 3u);
+
+  auto broken = NS::TransferPtr(library->newFunction(str("broken_int"), nullptr, &error));
+  EXPECT_FALSE(broken);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(error->code(), MTL::LibraryErrorCompileFailure);
+  std::string message = error->localizedDescription()->utf8String();
+  EXPECT_NE(message.find("broken_int"), std::string::npos) << message;
+
+  auto run = [&](const char* name) {
+    NS::Error* e = nullptr;
+    auto function = NS::TransferPtr(library->newFunction(str(name), nullptr, &e));
+    EXPECT_TRUE(function) << name << ": " << (e ? e->localizedDescription()->utf8String() : "");
+    auto state = NS::TransferPtr(device_->newComputePipelineState(function.get(), &e));
+    EXPECT_TRUE(state) << name;
+    auto x = sharedBuffer(64);
+    runOnBuffer(state.get(), x.get(), 64);
+    return x;
+  };
+  auto floatsOut = run("scaled_float_3");
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(floats(floatsOut.get())[i], float(i) * 3.0f);
+  auto uintsOut = run("scaled_uint_5");
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(static_cast<const uint32_t*>(uintsOut->contents())[i], i * 5);
 }
 
 TEST_F(MetalApi, SourceLibrariesAreCachedInMemoryAndOnDisk) {

@@ -16,15 +16,18 @@ extern const char kMetalUsage[] =
       (-E [-P] [-C] [-CC] [-H] FILE | -c FILE.metal -o OUT.air | FILE.air... -o OUT.metallib) [-j N]
     Apple's `metal` driver as MLX's build uses it. -E: preprocess FILE as the compiler sees it, to standard
     output; -H lists the included headers on standard error as clang does ("." per depth, then the path; our own
-    metal_stdlib headers left out). -c: compile every entry point of FILE into a library file (the .air of Apple's
-    flow). Otherwise: merge library files (and compile any .metal given) into one library file, the .metallib
-    that the Metal API's newLibrary(URL) reads. Apple-only flags (-mmacosx-version-min=, -gline-tables-only,
+    metal_stdlib headers left out). -c: FILE into a library file (the .air of Apple's flow): its [[host_name]]
+    instantiations kept as source and compiled on first use (newFunction), as Apple compiles AIR for the GPU when a
+    pipeline needs it; its other kernels compiled now. Otherwise: merge library files (and compile any .metal
+    given) into one library file, the .metallib that the Metal API's newLibrary(URL) reads. Apple-only flags (-mmacosx-version-min=, -gline-tables-only,
     -frecord-sources, -fmetal-enable-logging) are accepted and change nothing.
 )";
 
 extern const char kMetallibUsage[] =
-    R"(metallib FILE.air... -o OUT.metallib
-    Merge library files into one (Apple's `metallib`); an entry point defined twice is an error.
+    R"(metallib FILE.air... -o OUT.metallib | metallib --list FILE
+    Merge library files into one (Apple's `metallib`); an entry point defined twice is an error. --list prints each
+    entry point of a library file and how it is held: "compiled", or "deferred FILE" (kept as source, compiled on
+    first use).
 )";
 
 namespace {
@@ -35,33 +38,60 @@ bool endsWith(const std::string& s, const std::string& tail) {
 
 bool isLibraryFile(const std::string& path) { return endsWith(path, ".air") || endsWith(path, ".metallib"); }
 
-// Compiles `path` and appends its kernels; the compiler's exit status (diagnostics printed), 0 when it compiled.
-int compileInto(const std::string& path, const CompileOptions& options, std::vector<CompiledKernel>& kernels) {
-  CompileResult result = compileFile(path, options);
-  std::cerr << result.diagnostics.format();
+// Reads `path` as Apple's `metal -c` does and appends it: a deferred source (include/metal2vk/deferred_source.h)
+// whose [[host_name]] instantiations compile when first asked for, and the file's other kernels, compiled now from
+// the body (which also checks the whole file's templates as written). The compiler's exit status (diagnostics
+// printed), 0 when it compiled.
+int compileInto(const std::string& path, const CompileOptions& options, LibraryContents& library) {
+  std::optional<std::string> text = frontend::preprocessForDeferral(path, options);
+  if (!text) return static_cast<int>(Status::UserError);
+  DeferredSource source = splitInstantiations(*text, path);
+  source.fastMath = options.fastMath;
+  source.cooperativeMatrix = options.cooperativeMatrix;
+  source.nativeBfloat16 = options.nativeBfloat16;
+  source.metalVersion = options.metalVersion;
+  source.warnings = options.warnings;
+  CompileOptions bodyOptions = options;  // the body is preprocessed: its includes and macros are applied
+  bodyOptions.includeDirs.clear();
+  bodyOptions.defines.clear();
+  CompileResult result = compileSource(source.body, path, bodyOptions);
+  for (const Diagnostic& d : result.diagnostics.all())
+    if (source.entries.empty() || !result.kernels.empty() || d.message != "no kernel entry points found")
+      std::cerr << Diagnostics::format(d);
   if (result.status != Status::Ok) return static_cast<int>(result.status);
-  for (CompiledKernel& k : result.kernels) kernels.push_back(std::move(k));
+  for (CompiledKernel& k : result.kernels) library.kernels.push_back(std::move(k));
+  if (!source.entries.empty()) library.sources.push_back(std::move(source));
   return 0;
 }
 
-// Merges library files and writes `output`; an entry point in two inputs is an error naming both.
-int link(const std::string& command, const std::vector<std::string>& libraries, std::vector<CompiledKernel> kernels,
+// Merges library files into `library` and writes `output`; an entry point in two inputs is an error naming both.
+int link(const std::string& command, const std::vector<std::string>& libraries, LibraryContents library,
          const std::string& output) {
   std::unordered_map<std::string, std::string> origin;
-  for (const CompiledKernel& k : kernels) origin.emplace(k.reflection.entry, "the compiled sources");
+  auto add = [&](const std::string& entry, const std::string& from) {
+    auto [it, fresh] = origin.emplace(entry, from);
+    if (!fresh)
+      std::cerr << "m2v " << command << ": error: entry point '" << entry << "' is defined in both " << it->second
+                << " and " << from << "\n";
+    return fresh;
+  };
+  for (const CompiledKernel& k : library.kernels) add(k.reflection.entry, "the compiled sources");
+  for (const DeferredSource& s : library.sources)
+    for (const DeferredEntry& e : s.entries) add(e.name, "the compiled sources");
   try {
     for (const std::string& lib : libraries) {
-      for (CompiledKernel& k : readLibraryFile(lib)) {
-        auto [it, fresh] = origin.emplace(k.reflection.entry, lib);
-        if (!fresh) {
-          std::cerr << "m2v " << command << ": error: entry point '" << k.reflection.entry << "' is defined in both "
-                    << it->second << " and " << lib << "\n";
-          return 1;
-        }
-        kernels.push_back(std::move(k));
+      LibraryContents read = readLibrary(lib);
+      for (CompiledKernel& k : read.kernels) {
+        if (!add(k.reflection.entry, lib)) return 1;
+        library.kernels.push_back(std::move(k));
+      }
+      for (DeferredSource& s : read.sources) {
+        for (const DeferredEntry& e : s.entries)
+          if (!add(e.name, lib)) return 1;
+        library.sources.push_back(std::move(s));
       }
     }
-    writeLibraryFile(output, kernels);
+    writeLibrary(output, library);
   } catch (const std::runtime_error& e) {
     std::cerr << "m2v " << command << ": error: " << e.what() << "\n";
     return 1;
@@ -154,19 +184,37 @@ int metalCommand(const Args& args) {
   if (compileOnly) {
     if (sources.size() != 1 || !libraries.empty()) return usageError("metal", "-c takes exactly one .metal file");
     if (output.empty()) return usageError("metal", "-c needs -o OUT.air");
-    std::vector<CompiledKernel> kernels;
-    if (int status = compileInto(sources[0], options, kernels)) return status;
-    return link("metal", {}, std::move(kernels), output);
+    LibraryContents library;
+    if (int status = compileInto(sources[0], options, library)) return status;
+    return link("metal", {}, std::move(library), output);
   }
   if (sources.empty() && libraries.empty()) return usageError("metal", "no input files");
   if (output.empty()) return usageError("metal", "no output file (-o OUT.metallib)");
-  std::vector<CompiledKernel> kernels;
+  LibraryContents library;
   for (const std::string& s : sources)
-    if (int status = compileInto(s, options, kernels)) return status;
-  return link("metal", libraries, std::move(kernels), output);
+    if (int status = compileInto(s, options, library)) return status;
+  return link("metal", libraries, std::move(library), output);
+}
+
+// --list: the entry points of a library file, one a line.
+int listLibrary(const std::string& path) {
+  try {
+    LibraryContents library = readLibrary(path);
+    for (const CompiledKernel& k : library.kernels) std::cout << k.reflection.entry << "\tcompiled\n";
+    for (const DeferredSource& s : library.sources)
+      for (const DeferredEntry& e : s.entries) std::cout << e.name << "\tdeferred " << s.name << "\n";
+  } catch (const std::runtime_error& e) {
+    std::cerr << "m2v metallib: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
 }
 
 int metallibCommand(const Args& args) {
+  if (!args.empty() && args[0] == "--list") {
+    if (args.size() != 2) return usageError("metallib", "--list takes one library file");
+    return listLibrary(args[1]);
+  }
   std::string output;
   std::vector<std::string> libraries;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -4,6 +4,9 @@
 #ifndef __M2V_BASE_H
 #define __M2V_BASE_H
 
+// Kept as words when a file is preprocessed to be compiled again later (m2v metal -c, deferred_source.h): the
+// Metal rewriter reads these keywords, not what they expand to.
+#ifndef __M2V_KEEP_METAL_KEYWORDS
 #define device __attribute__((address_space(1)))
 // constant memory is read-only: `constant T` is `const T` (so `constant int&` binds `const constant int`)
 #define constant const __attribute__((address_space(4)))
@@ -14,6 +17,7 @@
 #define thread
 #define ray_data
 #define object_data __attribute__((address_space(1)))
+#endif
 
 #define METAL_FUNC inline __attribute__((__always_inline__))
 #define __M2V_F inline __attribute__((__always_inline__))
