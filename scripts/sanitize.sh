@@ -15,7 +15,7 @@ cmake -S . -B "$build" -G Ninja -DM2V_SANITIZE=ON -DCMAKE_BUILD_TYPE=Release -DC
 # Only what the suites below need (not the Python module or the examples runner). A test added under these labels
 # needs its executable in this list.
 cmake --build "$build" -j "$(nproc)" --target m2v m2v_rewriter_tests m2v_runtime_tests m2v_limits_tests m2v_stream_vs_raw \
-  m2v_library_file_tests \
+  m2v_library_file_tests m2v_deferred_source_tests \
   $(sed -n 's/^m2v_replay(\([a-z_]*\)[ )].*/m2v_replay_\1/p' tests/fuzz/CMakeLists.txt)
 
 # detect_leaks=0: the Vulkan loader, lavapipe and clang's process-lifetime singletons keep allocations until exit
