@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "Frontend.h"
+
 namespace m2v {
 
 namespace {
@@ -168,6 +170,30 @@ DeferredSource splitInstantiations(std::string_view text, std::string name) {
   }
   out.body.append(text.substr(copied));
   return out;
+}
+
+std::optional<DeferredFile> deferFile(const std::string& path, const CompileOptions& options) {
+  std::optional<std::string> text = frontend::preprocessForDeferral(path, options);
+  if (!text) return std::nullopt;
+  DeferredFile file{splitInstantiations(*text, path), {}};
+  DeferredSource& source = file.source;
+  source.fastMath = options.fastMath;
+  source.cooperativeMatrix = options.cooperativeMatrix;
+  source.nativeBfloat16 = options.nativeBfloat16;
+  source.metalVersion = options.metalVersion;
+  source.warnings = options.warnings;
+  CompileOptions bodyOptions = options;  // the body is preprocessed: its includes and macros are applied
+  bodyOptions.includeDirs.clear();
+  bodyOptions.defines.clear();
+  file.body = compileSource(source.body, path, bodyOptions);
+  if (!source.entries.empty() && file.body.kernels.empty()) {
+    // The compiler's "no kernel entry points" warning is untrue of a file whose entry points are all deferred.
+    Diagnostics kept;
+    for (const Diagnostic& d : file.body.diagnostics.all())
+      if (d.message != "no kernel entry points found") kept.report(d);
+    file.body.diagnostics = std::move(kept);
+  }
+  return file;
 }
 
 std::string DeferredSource::sourceFor(const DeferredEntry& entry) const {

@@ -11,7 +11,6 @@
 #include <set>
 #include <sstream>
 
-#include "Frontend.h"
 #include "metal2vk/deferred_source.h"
 
 namespace fs = std::filesystem;
@@ -47,19 +46,10 @@ std::map<std::string, std::set<std::string>> listedEntries() {
 }
 
 // The file as `m2v metal -c` keeps it, and its body's own kernels compiled.
-struct Deferred {
-  m2v::DeferredSource source;
-  m2v::CompileResult body;
-};
-Deferred defer(const std::string& file) {
-  std::string path = (mlxRoot() / file).string();
-  std::optional<std::string> text = m2v::frontend::preprocessForDeferral(path, mlxOptions());
-  EXPECT_TRUE(text) << file;
-  Deferred d{m2v::splitInstantiations(text.value_or(""), path), {}};
-  m2v::CompileOptions bodyOptions = mlxOptions();
-  bodyOptions.includeDirs.clear();
-  d.body = m2v::compileSource(d.source.body, path, bodyOptions);
-  return d;
+m2v::DeferredFile defer(const std::string& file) {
+  std::optional<m2v::DeferredFile> d = m2v::deferFile((mlxRoot() / file).string(), mlxOptions());
+  EXPECT_TRUE(d) << file;
+  return d.value_or(m2v::DeferredFile{});
 }
 
 class DeferredMlx : public ::testing::Test {
@@ -73,7 +63,7 @@ class DeferredMlx : public ::testing::Test {
 TEST_F(DeferredMlx, EveryEntryPointOfTheLibraryIsKept) {
   size_t total = 0;
   for (const auto& [file, listed] : listedEntries()) {
-    Deferred d = defer(file);
+    m2v::DeferredFile d = defer(file);
     ASSERT_EQ(d.body.status, m2v::Status::Ok) << file << ": " << d.body.diagnostics.format();
     std::set<std::string> kept;
     for (const m2v::CompiledKernel& k : d.body.kernels) kept.insert(k.reflection.entry);
@@ -87,7 +77,7 @@ TEST_F(DeferredMlx, EveryEntryPointOfTheLibraryIsKept) {
 TEST_F(DeferredMlx, AnEntryCompilesToTheModuleOfTheWholeFile) {
   for (const char* file : {"mlx/backend/metal/kernels/softmax.metal", "mlx/backend/metal/kernels/rms_norm.metal",
                            "mlx/backend/metal/kernels/arange.metal"}) {
-    Deferred d = defer(file);
+    m2v::DeferredFile d = defer(file);
     ASSERT_FALSE(d.source.entries.empty()) << file;
     m2v::CompileResult whole = m2v::compileFile((mlxRoot() / file).string(), mlxOptions());
     ASSERT_EQ(whole.status, m2v::Status::Ok) << whole.diagnostics.format();
@@ -111,7 +101,7 @@ TEST_F(DeferredMlx, QuantizedMatrixVectorEntriesCompile) {
        {std::pair{"mlx/backend/metal/kernels/quantized.metal", "affine_qmv_fast_float16_t_gs_64_b_4_batch_0"},
         std::pair{"mlx/backend/metal/kernels/quantized.metal", "affine_qmv_bfloat16_t_gs_32_b_3_batch_1"},
         std::pair{"mlx/backend/metal/kernels/fp_quantized.metal", "mxfp4_qmv_float_gs_32_b_4_batch_0"}}) {
-    Deferred d = defer(file);
+    m2v::DeferredFile d = defer(file);
     auto it = std::find_if(d.source.entries.begin(), d.source.entries.end(),
                            [&](const m2v::DeferredEntry& e) { return e.name == entry; });
     ASSERT_NE(it, d.source.entries.end()) << entry;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,5 +44,14 @@ struct DeferredSource {
 // namespaces). Preprocessor lines (line markers, #include, #pragma) stay in the body; the line breaks of a removed
 // instantiation stay too, so the body's line numbers are the text's.
 DeferredSource splitInstantiations(std::string_view preprocessed, std::string name);
+
+// A .metal file as `m2v metal -c` keeps it: preprocessed with `options` (its includes and macros applied), split, its
+// compile options recorded, and the body compiled: the file's kernels that are no [[host_name]] instantiation, and a
+// check of every template as written. Nothing when the preprocessor fails (its diagnostics go to standard error).
+struct DeferredFile {
+  DeferredSource source;
+  CompileResult body;
+};
+std::optional<DeferredFile> deferFile(const std::string& path, const CompileOptions& options);
 
 }  // namespace m2v

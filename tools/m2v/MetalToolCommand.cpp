@@ -19,8 +19,9 @@ extern const char kMetalUsage[] =
     metal_stdlib headers left out). -c: FILE into a library file (the .air of Apple's flow): its [[host_name]]
     instantiations kept as source and compiled on first use (newFunction), as Apple compiles AIR for the GPU when a
     pipeline needs it; its other kernels compiled now. Otherwise: merge library files (and compile any .metal
-    given) into one library file, the .metallib that the Metal API's newLibrary(URL) reads. Apple-only flags (-mmacosx-version-min=, -gline-tables-only,
-    -frecord-sources, -fmetal-enable-logging) are accepted and change nothing.
+    given) into one library file, the .metallib that the Metal API's newLibrary(URL) reads. Apple-only flags
+    (-mmacosx-version-min=, -gline-tables-only, -frecord-sources, -fmetal-enable-logging) are accepted and change
+    nothing.
 )";
 
 extern const char kMetallibUsage[] =
@@ -43,24 +44,12 @@ bool isLibraryFile(const std::string& path) { return endsWith(path, ".air") || e
 // the body (which also checks the whole file's templates as written). The compiler's exit status (diagnostics
 // printed), 0 when it compiled.
 int compileInto(const std::string& path, const CompileOptions& options, LibraryContents& library) {
-  std::optional<std::string> text = frontend::preprocessForDeferral(path, options);
-  if (!text) return static_cast<int>(Status::UserError);
-  DeferredSource source = splitInstantiations(*text, path);
-  source.fastMath = options.fastMath;
-  source.cooperativeMatrix = options.cooperativeMatrix;
-  source.nativeBfloat16 = options.nativeBfloat16;
-  source.metalVersion = options.metalVersion;
-  source.warnings = options.warnings;
-  CompileOptions bodyOptions = options;  // the body is preprocessed: its includes and macros are applied
-  bodyOptions.includeDirs.clear();
-  bodyOptions.defines.clear();
-  CompileResult result = compileSource(source.body, path, bodyOptions);
-  for (const Diagnostic& d : result.diagnostics.all())
-    if (source.entries.empty() || !result.kernels.empty() || d.message != "no kernel entry points found")
-      std::cerr << Diagnostics::format(d);
-  if (result.status != Status::Ok) return static_cast<int>(result.status);
-  for (CompiledKernel& k : result.kernels) library.kernels.push_back(std::move(k));
-  if (!source.entries.empty()) library.sources.push_back(std::move(source));
+  std::optional<DeferredFile> file = deferFile(path, options);
+  if (!file) return static_cast<int>(Status::UserError);
+  std::cerr << file->body.diagnostics.format();
+  if (file->body.status != Status::Ok) return static_cast<int>(file->body.status);
+  for (CompiledKernel& k : file->body.kernels) library.kernels.push_back(std::move(k));
+  if (!file->source.entries.empty()) library.sources.push_back(std::move(file->source));
   return 0;
 }
 
