@@ -74,12 +74,15 @@ Buffer* Device::newBuffer(NS::UInteger length, ResourceOptions options) {
   if (!memory || length == 0 || length > device->maxBufferBytes) return nullptr;
   m2v::Buffer backing;
   uint64_t generation = device->generation();
+  // A mirrored buffer's GPU copy needs no host mapping; the host copy is made when the CPU first asks for it.
+  const bool mirrored = *memory == m2v::Device::Memory::Shared && device->mirrorsSharedBuffers;
   try {
-    backing = device->runtime()->createBuffer(length, *memory);
+    backing = device->runtime()->createBuffer(length, mirrored ? m2v::Device::Memory::DeviceLocal : *memory);
   } catch (const std::exception&) {
     return nullptr;  // out of memory: Metal returns nil
   }
   auto* buffer = new BufferImpl;
+  if (mirrored) buffer->mirror = std::make_unique<HostMirror>();
   buffer->device = NS::RetainPtr(device);
   buffer->backing = std::move(backing);
   buffer->generation = generation;
@@ -165,6 +168,7 @@ NS::UInteger Buffer::length() const { return isNil(this) ? 0 : impl<const Buffer
 void* Buffer::contents() {
   if (isNil(this)) return nullptr;
   auto* b = impl<BufferImpl>(this);
+  if (b->mirror) return mirroredContents(b);
   void* base = b->backing.contents();
   return base ? static_cast<uint8_t*>(base) + b->offset : nullptr;
 }

@@ -70,6 +70,12 @@ void CommandBufferImpl::fail(MTL::CommandBufferError code, const std::string& me
   failureCode = code;
 }
 
+CommandBufferImpl::CommandBufferImpl()
+    : serial([] {
+        static std::atomic<uint64_t> next{1};
+        return next.fetch_add(1, std::memory_order_relaxed);
+      }()) {}
+
 CommandBufferImpl::~CommandBufferImpl() {
   if (holdsSlot) queue->releaseSlot();  // made but never committed
 }
@@ -266,6 +272,7 @@ void QueueCore::completionLoop() {
         streamsUsable = false;
       }
     }
+    completeWritebacks(buffer);
     recordTimings(timings);
     buffer->endTime = nowSeconds();
     if (buffer->failed()) {
@@ -320,6 +327,13 @@ void SharedEventImpl::handlersRan(uint64_t value) {
       signalsAwaitingHandlers_.erase(it);
   }
   handlersDone_.notify_all();
+}
+
+uint64_t SharedEventImpl::settled(uint64_t signalled) {
+  std::lock_guard lock(handlersMutex_);
+  if (signalsAwaitingHandlers_.empty() || *signalsAwaitingHandlers_.begin() > signalled) return signalled;
+  const uint64_t awaiting = *signalsAwaitingHandlers_.begin();
+  return awaiting ? awaiting - 1 : 0;
 }
 
 bool SharedEventImpl::waitForHandlers(uint64_t value, std::chrono::steady_clock::time_point deadline) {
@@ -395,6 +409,7 @@ ComputeCommandEncoder* CommandBuffer::computeCommandEncoder(DispatchType dispatc
 void CommandBuffer::encodeSignalEvent(const Event* event, uint64_t value) {
   auto* b = impl<CommandBufferImpl>(this);
   auto* e = impl<SharedEventImpl>(static_cast<const SharedEvent*>(event));
+  std::lock_guard lock(b->mutex);  // a host mirror's write-back may be asked for on another thread
   b->segments.back().signals.emplace_back(NS::RetainPtr(e), value);
   b->segments.emplace_back();  // what is encoded next runs after the signal
 }
@@ -402,6 +417,7 @@ void CommandBuffer::encodeSignalEvent(const Event* event, uint64_t value) {
 void CommandBuffer::encodeWait(const Event* event, uint64_t value) {
   auto* b = impl<CommandBufferImpl>(this);
   auto* e = impl<SharedEventImpl>(static_cast<const SharedEvent*>(event));
+  std::lock_guard lock(b->mutex);
   if (b->segments.back().stream || !b->segments.back().signals.empty()) b->segments.emplace_back();
   b->segments.back().waits.emplace_back(NS::RetainPtr(e), value);
 }
@@ -437,7 +453,15 @@ void CommandBuffer::commit() {
     b->fail(CommandBufferErrorInternal, "committed while a compute encoder was still open (endEncoding missing)");
     b->openEncoder->endEncoding();
   }
-  b->status = CommandBufferStatusCommitted;
+  {
+    std::lock_guard lock(b->mutex);  // host mirrors ask uncommitted command buffers only for write-backs
+    b->status = CommandBufferStatusCommitted;
+  }
+  try {
+    recordWritebacks(b);
+  } catch (const std::exception& e) {
+    b->fail(CommandBufferErrorInternal, std::string("encoding failed: ") + e.what());
+  }
   statisticsCounters().commandBuffersCommitted.fetch_add(1, std::memory_order_relaxed);
   b->queue->commit(b);
 }
@@ -485,13 +509,16 @@ void CommandEncoder::endEncoding() {
       std::vector<std::pair<uint32_t, uint32_t>> threadgroupLengths;  // encoder state, kept across pipelines
       const bool serial = e->dispatchType == DispatchTypeSerial;
       const void* currentPipeline = nullptr;  // setting the same pipeline again changes nothing: skip the lookup
+      m2v::Kernel kernel;
+      std::vector<BufferImpl*> mirrored;  // by index: bound buffers with a host mirror
       for (const EncodedCommand& c : e->commands) {
         switch (c.op) {
           case EncodedCommand::Op::Pipeline: {
             if (c.object == currentPipeline) break;
             currentPipeline = c.object;
             auto* p = static_cast<const ComputePipelineStateImpl*>(c.object);
-            stream.setKernel(p->kernel());
+            kernel = p->kernel();
+            stream.setKernel(kernel);
             for (const auto& [index, value] : p->function->constants) {
               switch (value.kind) {
                 case ConstantSetting::Kind::Bool: stream.setFunctionConstant(index, value.i != 0); break;
@@ -512,9 +539,16 @@ void CommandEncoder::endEncoding() {
               stream.setBuffer(buffer->backing, buffer->offset + c.offset, c.index);
             else
               stream.setBuffer(m2v::Buffer(), 0, c.index);
+            if (buffer && buffer->mirror) {
+              if (mirrored.size() <= c.index) mirrored.resize(c.index + 1);
+              mirrored[c.index] = const_cast<BufferImpl*>(buffer);
+            } else if (c.index < mirrored.size()) {
+              mirrored[c.index] = nullptr;
+            }
             break;
           }
           case EncodedCommand::Op::Bytes: {
+            if (c.index < mirrored.size()) mirrored[c.index] = nullptr;
             // Metal accepts zero bytes (MLX passes empty shape vectors for scalars); the kernel still gets a valid
             // address, of zeros it never reads.
             static const uint32_t kZeros[4] = {0, 0, 0, 0};
@@ -534,6 +568,8 @@ void CommandEncoder::endEncoding() {
           case EncodedCommand::Op::DispatchThreadgroups:
             // A stream from the pool still holds the kernel of an earlier encoder: Metal starts with none.
             if (!currentPipeline) throw m2v::UsageError("dispatch before setComputePipelineState");
+            for (uint32_t index = 0; index < mirrored.size(); ++index)
+              if (mirrored[index]) recordUse(b, stream, mirrored[index], kernel.mayWriteBuffer(index));
             if (c.op == EncodedCommand::Op::DispatchThreads)
               stream.dispatchThreads(c.a, c.b);
             else
@@ -658,7 +694,7 @@ NS::String* Event::label() const { return eventOf(this)->label.get(); }
 void Event::setLabel(const NS::String* label) { eventOf(this)->label.set(label); }
 uint64_t SharedEvent::signaledValue() const {
   try {
-    return eventOf(this)->event.value();
+    return eventOf(this)->settled(eventOf(this)->event.value());
   } catch (const std::exception&) {
     return 0;
   }

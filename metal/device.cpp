@@ -65,13 +65,17 @@ DeviceImpl::DeviceImpl(m2v::Device device)
     : runtime_(std::make_shared<m2v::Device>(std::move(device))), info_(runtime_->info()) {
   const DeviceInfo& i = info_;
   shared = runtime_->sharedMemory();
+  const char* mirror = std::getenv("M2V_HOST_MIRROR");
+  mirrorsSharedBuffers = mirror && *mirror ? std::string(mirror) != "0" : !shared.hostCached;
   Limits limits = queryLimits(*runtime_, shared.heapBytes);
   maxBufferBytes = limits.maxBufferBytes;
   maxAllocations = limits.maxAllocationCount;
   workingSetBytes = shared.heapBytes;
   nameString = NS::TransferPtr(newString(i.name));
   architecture = NS::TransferPtr(new ArchitectureImpl(architectureName(i)));
-  std::string where = shared.deviceLocal ? "device-local host-visible memory" : "host memory";
+  std::string where = mirrorsSharedBuffers ? "device-local memory with host-cached mirrors for the CPU"
+                      : shared.deviceLocal ? "device-local host-visible memory"
+                                           : "host memory";
   descriptionString =
       NS::TransferPtr(newString(i.describe() + "; shared buffers in " + where + " (memory type " +
                                 std::to_string(shared.memoryType) + ", " + gib(shared.heapBytes) + ")"));

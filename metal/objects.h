@@ -70,6 +70,8 @@ struct Labelled {
 
 class DeviceImpl;
 class HeapImpl;
+class CommandBufferImpl;
+class BufferImpl;
 
 class ArchitectureImpl final : public MTL::Architecture {
  public:
@@ -97,14 +99,37 @@ class DeviceImpl final : public MTL::Device {
   uint64_t maxBufferBytes = 0;       // maxBufferLength
   uint64_t maxAllocations = 0;       // maxMemoryAllocationCount
   std::atomic<uint64_t> allocatedBytes{0};
+  // Shared buffers get a host mirror (host_mirror.cpp): set where the CPU would read them uncached (a discrete GPU's
+  // PCIe BAR); M2V_HOST_MIRROR=1 or 0 overrides.
+  bool mirrorsSharedBuffers = false;
   const DeviceInfo& info() const { return info_; }
+  // Copies each buffer's device copy to its host mirror on the GPU, and waits (write-backs after the writer ran).
+  void writeBackNow(const std::vector<BufferImpl*>& buffers);
 
  private:
+  std::mutex transferMutex_;
+  std::optional<m2v::Stream> transfer_;
+  uint64_t transferGeneration_ = 0;
   std::mutex runtimeMutex_;
   std::shared_ptr<m2v::Device> runtime_;
   DeviceInfo info_;
   uint64_t generation_ = 0;
   std::string replacedBecause_;  // the fault that ended the previous generation
+};
+
+// A shared buffer's host copy on a GPU whose shared memory the CPU reads uncached (DeviceImpl::mirrorsSharedBuffers):
+// the GPU uses the device-local `backing`, contents() returns `host`, and copies recorded where Metal's rules need
+// them keep the two coherent (host_mirror.cpp says when).
+struct HostMirror {
+  std::mutex mutex;
+  m2v::Buffer host;                         // host-cached memory, made at the first contents()
+  std::unique_ptr<uint8_t[]> orphan;        // contents() of a buffer whose device was replaced before it had `host`
+  bool hostStale = false;                   // the GPU recorded a write that `host` does not have yet
+  NS::SharedPtr<CommandBufferImpl> writer;  // the command buffer that recorded it (while hostStale)
+  size_t writerSegment = 0;
+  bool hostMayBeNewer = false;          // contents() was called since the last upload: the CPU may have written
+  uint64_t writebackCommandBuffer = 0;  // serial and segment of the command buffer that contents() asked for a
+  size_t writebackSegment = 0;          // write-back at its segment's end (0: none)
 };
 
 // Buffers: a range of a runtime buffer (the whole of it, or a piece of a heap's).
@@ -113,7 +138,8 @@ class BufferImpl final : public MTL::Buffer {
   ~BufferImpl() override;
   NS::SharedPtr<DeviceImpl> device;
   m2v::Buffer backing;
-  uint64_t generation = 0;  // of the device that made `backing`
+  std::unique_ptr<HostMirror> mirror;  // shared, non-heap buffers where the device mirrors them
+  uint64_t generation = 0;             // of the device that made `backing`
   size_t offset = 0, length = 0, allocated = 0;
   MTL::ResourceOptions options = 0;
   NS::SharedPtr<HeapImpl> heap;
@@ -290,14 +316,15 @@ class SharedEventImpl final : public MTL::SharedEvent {
   void handlersRan(uint64_t value);     // after the command buffer's completed handlers
   // Waits (until `deadline`) for the handlers of signals up to `value`; false on timeout.
   bool waitForHandlers(uint64_t value, std::chrono::steady_clock::time_point deadline);
+  // `signalled` (the timeline's value) less what still awaits its command buffer's handlers: what signaledValue()
+  // reports, so that a poll (MLX's array::is_available) sees a value only when a wait for it would return.
+  uint64_t settled(uint64_t signalled);
 
  private:
   std::mutex handlersMutex_;
   std::condition_variable handlersDone_;
   std::multiset<uint64_t> signalsAwaitingHandlers_;
 };
-
-class CommandBufferImpl;
 
 // Commands of an open encoder, replayed into the command buffer's stream at endEncoding (after the fence waits
 // that Metal places at the encoder's start).
@@ -328,6 +355,8 @@ class QueueCore;
 class CommandBufferImpl final : public MTL::CommandBuffer {
  public:
   ~CommandBufferImpl() override;
+  const uint64_t serial;  // unique in the process, never 0
+  CommandBufferImpl();
   std::shared_ptr<QueueCore> queue;
   bool holdsSlot = false;  // counted among the queue's uncompleted command buffers
   MTL::CommandQueue* queueObject = nullptr;  // commandQueue(); the core, not the object, is kept alive
@@ -341,6 +370,7 @@ class CommandBufferImpl final : public MTL::CommandBuffer {
     std::optional<m2v::Stream> stream;  // taken from the queue's pool when the segment records its first command
     uint64_t streamGeneration = 0;      // device generation of `stream`
     uint64_t value = 0;                 // the stream's timeline value once submitted; 0: nothing submitted
+    std::vector<NS::SharedPtr<BufferImpl>> writebacks;  // host mirrors to update at the segment's end (under mutex)
   };
   std::vector<Segment> segments{1};
   NS::SharedPtr<ComputeCommandEncoderImpl> openEncoder;
@@ -356,11 +386,26 @@ class CommandBufferImpl final : public MTL::CommandBuffer {
   std::condition_variable done;  // scheduled and completed (after the handlers ran)
   bool scheduledSignalled = false, completedSignalled = false;
   bool handlersTaken = false;  // the completion thread has taken the handlers to run them
+  // Host mirrors asked for after commit: written back once the GPU has finished, before the handlers run; closed
+  // from then on (the caller copies itself).
+  std::vector<NS::SharedPtr<BufferImpl>> completionWritebacks;
+  bool completionWritebacksClosed = false;
 
   m2v::Stream& ensureStream();
   void fail(MTL::CommandBufferError code, const std::string& message);
   bool failed();
 };
+
+// Host mirrors (host_mirror.cpp).
+// contents() of a mirrored buffer: brings the GPU's recorded writes to the host copy first (at the end of the
+// writer's segment when it is not committed yet, else after it completes) and returns the host copy.
+void* mirroredContents(BufferImpl* buffer);
+// Before a dispatch of `commandBuffer` that binds `buffer`: uploads what the CPU may have written, and notes a write.
+void recordUse(CommandBufferImpl* commandBuffer, m2v::Stream& stream, BufferImpl* buffer, bool writes);
+// At commit: records the write-backs contents() asked for at the end of each segment.
+void recordWritebacks(CommandBufferImpl* commandBuffer);
+// On the completion thread, once the GPU has finished the command buffer: the write-backs asked for after commit.
+void completeWritebacks(CommandBufferImpl* commandBuffer);
 
 // Submission: command buffers are submitted in commit order (on the committing thread, or on the queue's
 // submission thread when one waits for events), and retired in that order on the completion thread. Command

@@ -285,6 +285,13 @@ const KernelReflection& Kernel::reflection() const {
   return object_->reflection;
 }
 
+bool Kernel::mayWriteBuffer(uint32_t index) const {
+  if (!object_) throw UsageError("empty Kernel");
+  for (const KernelArg& arg : object_->args)
+    if (arg.bufferIndex == index) return !arg.readOnly;
+  return false;
+}
+
 // One line per pipeline executable: "m2v pipeline statistics: ENTRY (TGxTGyTGz) built in MS ms, EXECUTABLE: NAME
 // VALUE, ...".
 static void printPipelineStatistics(VkDevice vk, VkPipeline pipeline, const std::string& entry, const Size3& tg,

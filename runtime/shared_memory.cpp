@@ -28,6 +28,7 @@ Device::SharedMemory chooseSharedMemory(const VkPhysicalDeviceMemoryProperties& 
       chosen.deviceLocal = true;
       chosen.memoryType = t;
       chosen.heapBytes = props.memoryHeaps[type.heapIndex].size;
+      chosen.hostCached = type.propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
       return chosen;
     }
     if (hostType < 0) hostType = int(t);
@@ -37,6 +38,7 @@ Device::SharedMemory chooseSharedMemory(const VkPhysicalDeviceMemoryProperties& 
   if (t < 0) throw UnsupportedError("the device has no host-visible coherent memory for shared buffers");
   chosen.memoryType = uint32_t(t);
   chosen.heapBytes = props.memoryHeaps[props.memoryTypes[t].heapIndex].size;
+  chosen.hostCached = props.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
   return chosen;
 }
 
@@ -47,6 +49,13 @@ Device::SharedMemory Device::sharedMemory() const { return chooseSharedMemory(st
 Buffer Device::createBuffer(size_t bytes, Memory memory) {
   if (memory == Memory::DeviceLocal) return createBuffer(bytes);
   if (bytes == 0) throw UsageError("createBuffer: size must be > 0");
+  if (memory == Memory::HostCached) {
+    auto object = std::make_shared<BufferObject>();
+    object->device = state_;
+    object->raw = createRawBuffer(*state_, bytes, true);
+    object->raw.size = bytes;
+    return Buffer(std::move(object));
+  }
   const SharedMemory shared = sharedMemory();
   auto object = std::make_shared<BufferObject>();
   object->device = state_;

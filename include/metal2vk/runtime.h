@@ -164,13 +164,16 @@ class Device {
   Buffer createBuffer(size_t bytes);
   // Where a buffer's memory lives. DeviceLocal: the GPU's memory, no host mapping (createBuffer(bytes)). Shared:
   // host-visible, coherent and persistently mapped (Buffer::contents()), as Metal's shared storage; device-local
-  // too where one memory type spans the whole device-local heap (sharedMemory() says which).
-  enum class Memory { DeviceLocal, Shared };
+  // too where one memory type spans the whole device-local heap (sharedMemory() says which). HostCached: host
+  // memory, cached for the CPU where the device offers it, mapped; the GPU reaches it over the bus (copies to and
+  // from device-local memory).
+  enum class Memory { DeviceLocal, Shared, HostCached };
   Buffer createBuffer(size_t bytes, Memory memory);
   struct SharedMemory {
     bool deviceLocal = false;  // shared buffers live in device-local memory (resizable BAR, unified memory)
     uint32_t memoryType = 0;   // Vulkan memory type index they are allocated from
     uint64_t heapBytes = 0;    // size of that type's heap
+    bool hostCached = false;   // the CPU reads them through its caches (false: uncached reads, e.g. a PCIe BAR)
   };
   SharedMemory sharedMemory() const;
   // A timeline counter the host and the GPU (Stream::commit with signals) advance; starts at `initialValue`.
@@ -251,6 +254,9 @@ class Kernel {
   Kernel() = default;
   explicit Kernel(std::shared_ptr<KernelObject> object) : object_(std::move(object)) {}
   const KernelReflection& reflection() const;
+  // Whether a dispatch may write the buffer bound at [[buffer(index)]]: a parameter the module addresses that is
+  // not `const` or `constant` (one the kernel does not take is not written).
+  bool mayWriteBuffer(uint32_t index) const;
   explicit operator bool() const { return object_ != nullptr; }
   const std::shared_ptr<KernelObject>& object() const { return object_; }
 

@@ -659,9 +659,12 @@ TEST_F(MetalApi, EventWaitsReturnAfterTheSignallersHandlers) {
   });
   cb->commit();
   EXPECT_FALSE(done->waitUntilSignaledValue(4, 100));
-  EXPECT_EQ(done->signaledValue(), 4u);  // the GPU's signal itself is there
+  // The GPU's signal is there, but a poll reports it only once a wait for it would return (MLX reads an array whose
+  // event a poll shows signalled; a host mirror's write-back comes before the handlers).
+  EXPECT_EQ(done->signaledValue(), 3u);
   release = true;
   EXPECT_TRUE(done->waitUntilSignaledValue(4, 60000));
+  EXPECT_EQ(done->signaledValue(), 4u);
   cb->waitUntilCompleted();
 }
 
@@ -891,3 +894,137 @@ TEST_F(MetalApi, ReferenceCountingAndAutorelease) {
 }
 
 }  // namespace
+
+// Host mirrors (metal/host_mirror.cpp): on a device whose shared memory the CPU reads uncached, contents() is a
+// host-cached copy kept coherent by copies. Run with M2V_HOST_MIRROR=1 (the metal.mirrored test) on devices that
+// need no mirrors, so that CI checks Metal's rules through them: what the GPU wrote is visible to the CPU after the
+// command buffer completes, what the CPU wrote is visible to the next command buffer.
+class HostMirror : public MetalApi {
+ protected:
+  void SetUp() override {
+    MetalApi::SetUp();
+    if (!m2v::metal::impl<m2v::metal::DeviceImpl>(device_.get())->mirrorsSharedBuffers)
+      GTEST_SKIP() << "shared buffers are not mirrored on this device (M2V_HOST_MIRROR=1 forces mirrors; the "
+                      "metal.mirrored test runs these so)";
+  }
+  void dispatch(MTL::CommandBuffer* cb, MTL::ComputePipelineState* state, std::vector<MTL::Buffer*> buffers,
+                uint32_t n) {
+    auto* enc = cb->computeCommandEncoder();
+    enc->setComputePipelineState(state);
+    for (size_t i = 0; i < buffers.size(); ++i) enc->setBuffer(buffers[i], 0, i);
+    enc->setBytes(&n, sizeof n, buffers.size());
+    enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(64, 1, 1));
+    enc->endEncoding();
+  }
+};
+
+TEST_F(HostMirror, GpuWritesReachTheCpuAfterCompletion) {
+  const uint32_t n = 1000;
+  auto x = sharedBuffer(n);
+  auto fill = pipeline("fill_index");
+  EXPECT_EQ(floats(x.get())[3], -777.0f);  // the host copy exists before the GPU writes
+  runOnBuffer(fill.get(), x.get(), 64);
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(floats(x.get())[i], 2.0f * i) << i;
+  EXPECT_EQ(floats(x.get())[64], -777.0f);  // what the kernel did not write keeps the CPU's value
+}
+
+TEST_F(HostMirror, CpuWritesReachTheNextCommandBuffer) {
+  const uint32_t n = 512;
+  auto x = sharedBuffer(n), y = sharedBuffer(n);
+  auto reverse = pipeline("reverse_plus_one");
+  for (int round = 0; round < 3; ++round) {
+    float* px = static_cast<float*>(x->contents());
+    for (uint32_t i = 0; i < n; ++i) px[i] = float(i * (round + 1));
+    MTL::CommandBuffer* cb = queue_->commandBuffer();
+    dispatch(cb, reverse.get(), {x.get(), y.get()}, n);
+    cb->commit();
+    cb->waitUntilCompleted();
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(y.get())[i], float((n - 1 - i) * (round + 1)) + 1.0f) << i;
+  }
+}
+
+// MLX takes a CPU task's pointers when it records the task, before the GPU command buffer that writes its input is
+// committed, and uses them after an event wait.
+TEST_F(HostMirror, PointerTakenBeforeCommitSeesTheWritesAfterTheSignal) {
+  const uint32_t n = 256;
+  auto x = sharedBuffer(n), y = sharedBuffer(n);
+  auto fill = pipeline("fill_index"), reverse = pipeline("reverse_plus_one");
+  auto event = NS::TransferPtr(device_->newSharedEvent());
+  MTL::CommandBuffer* cb = queue_->commandBuffer();
+  dispatch(cb, fill.get(), {x.get()}, n);
+  cb->encodeSignalEvent(event.get(), 1);
+  const float* px = floats(x.get());  // before commit: a write-back joins the writer's segment
+  // The same command buffer reads x again on the GPU: the CPU's copy (not yet written back) must not replace it.
+  dispatch(cb, reverse.get(), {x.get(), y.get()}, n);
+  cb->commit();
+  ASSERT_TRUE(event->waitUntilSignaledValue(1, 60000));
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(px[i], 2.0f * i) << i;
+  cb->waitUntilCompleted();
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(y.get())[i], 2.0f * (n - 1 - i) + 1.0f) << i;
+}
+
+// A CPU task between two GPU command buffers, ordered by events as MLX's CPU stream orders them: it reads what the
+// first wrote and writes what the second reads, through pointers taken before either was committed.
+TEST_F(HostMirror, CpuTaskBetweenTwoCommandBuffers) {
+  const uint32_t n = 300;
+  auto x = sharedBuffer(n), z = sharedBuffer(n), y = sharedBuffer(n);
+  auto fill = pipeline("fill_index"), reverse = pipeline("reverse_plus_one");
+  auto event = NS::TransferPtr(device_->newSharedEvent());
+  MTL::CommandBuffer* first = queue_->commandBuffer();
+  dispatch(first, fill.get(), {x.get()}, n);
+  first->encodeSignalEvent(event.get(), 1);
+  const float* px = floats(x.get());
+  float* pz = static_cast<float*>(z->contents());
+  MTL::CommandBuffer* second = queue_->commandBuffer();
+  second->encodeWait(event.get(), 2);
+  dispatch(second, reverse.get(), {z.get(), y.get()}, n);
+  std::thread task([&] {
+    event->waitUntilSignaledValue(1, UINT64_MAX);
+    for (uint32_t i = 0; i < n; ++i) pz[i] = px[i] * 3.0f;
+    event->setSignaledValue(2);
+  });
+  first->commit();
+  second->commit();  // waits for the task, which waits for the first command buffer
+  task.join();
+  second->waitUntilCompleted();
+  ASSERT_EQ(second->status(), MTL::CommandBufferStatusCompleted);
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(y.get())[i], 6.0f * (n - 1 - i) + 1.0f) << i;
+}
+
+// contents() after commit and before the writer ran returns at once (the writer waits on the host here), and the
+// write-back follows the GPU's completion, before its handlers and event waits return.
+TEST_F(HostMirror, ContentsWhileTheWriterIsInFlight) {
+  const uint32_t n = 128;
+  auto x = sharedBuffer(n);
+  auto fill = pipeline("fill_index");
+  auto gate = NS::TransferPtr(device_->newSharedEvent());
+  auto done = NS::TransferPtr(device_->newSharedEvent());
+  MTL::CommandBuffer* cb = queue_->commandBuffer();
+  cb->encodeWait(gate.get(), 1);
+  dispatch(cb, fill.get(), {x.get()}, n);
+  cb->encodeSignalEvent(done.get(), 1);
+  cb->commit();
+  EXPECT_EQ(floats(x.get())[5], -777.0f);  // not run yet: the CPU sees its own copy, as on Metal
+  gate->setSignaledValue(1);
+  ASSERT_TRUE(done->waitUntilSignaledValue(1, 60000));
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(x.get())[i], 2.0f * i) << i;
+}
+
+// MLX's allocator hands a buffer the GPU wrote and the CPU read to the next array, which the CPU may fill and the
+// GPU read, then the GPU overwrite and the CPU read again.
+TEST_F(HostMirror, ReusedBufferAlternatesBetweenCpuAndGpu) {
+  const uint32_t n = 640;
+  auto x = sharedBuffer(n), y = sharedBuffer(n);
+  auto fill = pipeline("fill_index"), reverse = pipeline("reverse_plus_one");
+  for (int round = 0; round < 3; ++round) {
+    runOnBuffer(fill.get(), x.get(), 64);
+    ASSERT_EQ(floats(x.get())[63], 126.0f);
+    float* px = static_cast<float*>(x->contents());
+    for (uint32_t i = 0; i < n; ++i) px[i] = float(round * 1000 + i);
+    MTL::CommandBuffer* cb = queue_->commandBuffer();
+    dispatch(cb, reverse.get(), {x.get(), y.get()}, n);
+    cb->commit();
+    cb->waitUntilCompleted();
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(y.get())[i], float(round * 1000 + n - 1 - i) + 1.0f) << i;
+  }
+}
