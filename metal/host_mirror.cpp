@@ -18,7 +18,16 @@
 
 namespace m2v::metal {
 
-void DeviceImpl::writeBackNow(const std::vector<BufferImpl*>& buffers) {
+namespace {
+
+// A write-back: the device copy of `buffer` to its host mirror, recorded into `stream`.
+void recordWriteback(m2v::Stream& stream, const BufferImpl& buffer) {
+  stream.copy(buffer.backing, 0, buffer.mirror->host, 0, buffer.length);
+}
+
+}  // namespace
+
+void DeviceImpl::writeBackNow(const std::vector<NS::SharedPtr<BufferImpl>>& buffers) {
   if (buffers.empty()) return;
   std::lock_guard lock(transferMutex_);
   std::shared_ptr<m2v::Device> device = runtime();
@@ -29,7 +38,7 @@ void DeviceImpl::writeBackNow(const std::vector<BufferImpl*>& buffers) {
     transferGeneration_ = generation();
   }
   transfer_->barrier();  // after the writers' submissions
-  for (BufferImpl* buffer : buffers) transfer_->copy(buffer->backing, 0, buffer->mirror->host, 0, buffer->length);
+  for (const NS::SharedPtr<BufferImpl>& buffer : buffers) recordWriteback(*transfer_, *buffer.get());
   transfer_->synchronize();
 }
 
@@ -37,7 +46,7 @@ namespace {
 
 void writeBackOrReport(BufferImpl* buffer) {
   try {
-    buffer->device->writeBackNow({buffer});
+    buffer->device->writeBackNow({NS::RetainPtr(buffer)});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[metal2vk] contents(): the GPU's writes could not be copied to the host: %s\n", e.what());
   }
@@ -102,8 +111,7 @@ void recordWritebacks(CommandBufferImpl* commandBuffer) {
   for (CommandBufferImpl::Segment& segment : commandBuffer->segments) {
     if (segment.writebacks.empty() || !segment.stream) continue;
     segment.stream->barrier();
-    for (const NS::SharedPtr<BufferImpl>& buffer : segment.writebacks)
-      segment.stream->copy(buffer->backing, 0, buffer->mirror->host, 0, buffer->length);
+    for (const NS::SharedPtr<BufferImpl>& buffer : segment.writebacks) recordWriteback(*segment.stream, *buffer.get());
     segment.writebacks.clear();
   }
 }
@@ -116,10 +124,8 @@ void completeWritebacks(CommandBufferImpl* commandBuffer) {
     buffers = std::move(commandBuffer->completionWritebacks);
   }
   if (buffers.empty()) return;
-  std::vector<BufferImpl*> list;
-  for (const auto& b : buffers) list.push_back(b.get());
   try {
-    buffers.front()->device->writeBackNow(list);
+    buffers.front()->device->writeBackNow(buffers);
   } catch (const std::exception& e) {
     commandBuffer->fail(MTL::CommandBufferErrorInternal,
                         std::string("copying the GPU's writes to host memory failed: ") + e.what());

@@ -104,7 +104,7 @@ class DeviceImpl final : public MTL::Device {
   bool mirrorsSharedBuffers = false;
   const DeviceInfo& info() const { return info_; }
   // Copies each buffer's device copy to its host mirror on the GPU, and waits (write-backs after the writer ran).
-  void writeBackNow(const std::vector<BufferImpl*>& buffers);
+  void writeBackNow(const std::vector<NS::SharedPtr<BufferImpl>>& buffers);
 
  private:
   std::mutex transferMutex_;
