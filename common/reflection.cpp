@@ -48,6 +48,8 @@ std::string toJson(const KernelReflection& r, int indent) {
                          {"argument_buffer", r.argumentBuffer},
                          {"grid_offset", kPushGridOffset},
                          {"args", args}};
+  if (r.abortWordOffset) j["push_constants"]["abort_word_offset"] = r.abortWordOffset;
+  if (!r.spinWaits.empty()) j["spin_waits"] = r.spinWaits;
   json fcs = json::array();
   for (const FunctionConstant& f : r.functionConstants)
     fcs.push_back({{"name", f.name},
@@ -121,6 +123,8 @@ std::optional<KernelReflection> reflectionFromJson(const std::string& text, std:
     const json& pc = j.at("push_constants");
     r.pushConstantSize = u32(pc.at("size"), "size");
     r.argumentBuffer = pc.value("argument_buffer", false);
+    r.abortWordOffset = u32(pc, "abort_word_offset", 0);
+    for (const json& at : j.value("spin_waits", json::array())) r.spinWaits.push_back(at.get<std::string>());
     for (const json& a : pc.at("args"))
       r.args.push_back({u32(a.at("buffer"), "buffer"), u32(a.at("offset"), "offset"), a.value("used", true)});
     for (const json& f : j.value("function_constants", json::array()))

@@ -29,7 +29,12 @@ bool buildsNativeBfloat16(const CompileOptions& options) {
   return options.nativeBfloat16 || (env && std::string(env) == "1");
 }
 
-const char* compilerVersion() { return "metal2vk-0.1.0-abi1"; }
+bool buildsAbortChecks(const CompileOptions& options) {
+  const char* env = std::getenv("M2V_ABORT_CHECKS");
+  return options.abortChecks && !(env && std::string(env) == "0");
+}
+
+const char* compilerVersion() { return "metal2vk-0.1.0-abi2"; }
 
 namespace {
 
@@ -49,7 +54,8 @@ std::optional<CompiledModule> buildModule(llvm::Module& m, const frontend::Entry
   out.reflection.source = entry.file;
   out.reflection.line = entry.line;
   for (const frontend::ParamFacts& p : entry.params) out.reflection.params.push_back(p.param);
-  if (!lower::lowerEntry(m, entry, fcs, out.reflection, diags, path)) return std::nullopt;
+  if (!lower::lowerEntry(m, entry, fcs, out.reflection, diags, path, buildsAbortChecks(options)))
+    return std::nullopt;
   if (options.keepLoweredIR || std::getenv("M2V_DUMP_LOWERED_IR")) {
     llvm::raw_string_ostream os(out.loweredIR);
     m.print(os, nullptr);

@@ -180,6 +180,7 @@ std::optional<DeferredFile> deferFile(const std::string& path, const CompileOpti
   source.fastMath = options.fastMath;
   source.cooperativeMatrix = options.cooperativeMatrix;
   source.nativeBfloat16 = options.nativeBfloat16;
+  source.abortChecks = options.abortChecks;
   source.metalVersion = options.metalVersion;
   source.warnings = options.warnings;
   CompileOptions bodyOptions = options;  // the body is preprocessed: its includes and macros are applied
@@ -206,6 +207,7 @@ CompileOptions DeferredSource::optionsFor(const DeferredEntry& entry) const {
   options.fastMath = fastMath;
   options.cooperativeMatrix = cooperativeMatrix;
   options.nativeBfloat16 = nativeBfloat16;
+  options.abortChecks = abortChecks;
   options.metalVersion = metalVersion;
   options.warnings = warnings;
   return options;

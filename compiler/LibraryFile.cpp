@@ -19,7 +19,7 @@ constexpr char kOlderMagic[6] = {'M', '2', 'V', 'L', 'I', 'B'};  // the same pre
 // A kernel record's variant bits: which builds follow the portable module, in this order.
 constexpr uint64_t kHasCooperative = 1, kHasNativeBfloat16 = 2;
 // A deferred source's compile flags.
-constexpr uint64_t kFastMath = 1, kNoCooperativeMatrix = 2, kNativeBfloat16 = 4;
+constexpr uint64_t kFastMath = 1, kNoCooperativeMatrix = 2, kNativeBfloat16 = 4, kNoAbortChecks = 8;
 // Bounds that no real kernel reaches; a larger length field means a damaged file, not a reason to allocate.
 constexpr uint64_t kMaxJsonBytes = uint64_t(64) << 20;
 constexpr uint64_t kMaxSpirvWords = uint64_t(256) << 20;
@@ -75,7 +75,7 @@ void appendSource(std::string& out, const DeferredSource& source) {
   appendString(out, source.name);
   appendString(out, source.body);
   appendU64(out, (source.fastMath ? kFastMath : 0) | (source.cooperativeMatrix ? 0 : kNoCooperativeMatrix) |
-                     (source.nativeBfloat16 ? kNativeBfloat16 : 0));
+                     (source.nativeBfloat16 ? kNativeBfloat16 : 0) | (source.abortChecks ? 0 : kNoAbortChecks));
   appendU64(out, source.metalVersion);
   appendU64(out, source.warnings.size());
   for (const std::string& w : source.warnings) appendString(out, w);
@@ -91,11 +91,12 @@ DeferredSource readSource(Cursor& in) {
   source.name = in.string("source name");
   source.body = in.string("source body");
   uint64_t flags = in.u64("compile flags");
-  if (flags & ~(kFastMath | kNoCooperativeMatrix | kNativeBfloat16))
+  if (flags & ~(kFastMath | kNoCooperativeMatrix | kNativeBfloat16 | kNoAbortChecks))
     throw std::runtime_error("damaged (compile flags " + std::to_string(flags) + ")");
   source.fastMath = flags & kFastMath;
   source.cooperativeMatrix = !(flags & kNoCooperativeMatrix);
   source.nativeBfloat16 = flags & kNativeBfloat16;
+  source.abortChecks = !(flags & kNoAbortChecks);
   source.metalVersion = uint32_t(in.u64("Metal version"));
   for (uint64_t n = in.count("warning count"); n > 0; --n) source.warnings.push_back(in.string("warning"));
   for (uint64_t n = in.count("entry count"); n > 0; --n) {

@@ -12,22 +12,6 @@ namespace m2v::lower {
 
 namespace {
 
-llvm::Value* callPseudo(llvm::IRBuilder<>& b, const std::string& name, llvm::Type* type,
-                        llvm::ArrayRef<llvm::Value*> args = {}) {
-  llvm::Module* m = b.GetInsertBlock()->getModule();
-  std::vector<llvm::Type*> argTypes;
-  for (llvm::Value* a : args) argTypes.push_back(a->getType());
-  llvm::FunctionCallee f = m->getOrInsertFunction(name, llvm::FunctionType::get(type, argTypes, false));
-  auto* fn = llvm::cast<llvm::Function>(f.getCallee());
-  fn->setDoesNotAccessMemory();
-  fn->setDoesNotThrow();
-  fn->addFnAttr(llvm::Attribute::WillReturn);
-  // Their operands are constants the emitter reads (push-constant offsets): two calls must never be merged into
-  // one call of a phi or select (SimplifyCFG sinks common code otherwise).
-  fn->addFnAttr(llvm::Attribute::NoMerge);
-  return b.CreateCall(f, args);
-}
-
 // Converts a computed built-in (i32 or <3 x i32>) to the type the kernel declared (uint, ushort2, uint3, ...).
 llvm::Value* convertBuiltin(llvm::IRBuilder<>& b, llvm::Value* v, llvm::Type* target) {
   auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType());
@@ -66,7 +50,7 @@ llvm::PreservedAnalyses EntryABIPass::run(llvm::Module& m, llvm::ModuleAnalysisM
   // Push-constant layout.
   unsigned numBuffers = 0;
   for (const frontend::ParamFacts& p : entry.params) numBuffers += p.param.kind == ParamKind::Buffer;
-  reflection.argumentBuffer = kPushArgsOffset + 8 * numBuffers > kPushConstantLimit;
+  reflection.argumentBuffer = kPushArgsOffset + 8 * numBuffers + (roomForAbortWord ? 8 : 0) > kPushConstantLimit;
   reflection.pushConstantSize = reflection.argumentBuffer ? kPushArgsOffset + 8 : kPushArgsOffset + 8 * numBuffers;
   reflection.args.clear();
 

@@ -12,6 +12,22 @@
 
 namespace m2v::lower {
 
+llvm::CallInst* callPseudo(llvm::IRBuilderBase& b, const std::string& name, llvm::Type* type,
+                           llvm::ArrayRef<llvm::Value*> args) {
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  std::vector<llvm::Type*> argTypes;
+  for (llvm::Value* a : args) argTypes.push_back(a->getType());
+  llvm::FunctionCallee f = m->getOrInsertFunction(name, llvm::FunctionType::get(type, argTypes, false));
+  auto* fn = llvm::cast<llvm::Function>(f.getCallee());
+  fn->setDoesNotAccessMemory();
+  fn->setDoesNotThrow();
+  fn->addFnAttr(llvm::Attribute::WillReturn);
+  // Their operands are constants the emitter reads (push-constant offsets): two calls must never be merged into
+  // one call of a phi or select (SimplifyCFG sinks common code otherwise).
+  fn->addFnAttr(llvm::Attribute::NoMerge);
+  return b.CreateCall(f, args);
+}
+
 std::optional<std::string> stdlibIntrinsicName(const llvm::Function& f) {
   if (!f.isDeclaration()) return std::nullopt;
   llvm::StringRef mangled = f.getName();

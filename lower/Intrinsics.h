@@ -2,6 +2,7 @@
 // `m2v.*` pseudo-intrinsics the lowering passes create for the SPIR-V emitter.
 #pragma once
 
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <optional>
@@ -11,9 +12,11 @@ namespace llvm {
 class CallInst;
 class Function;
 class FunctionType;
+class IRBuilderBase;
 class Instruction;
 class Module;
 class StoreInst;
+class Type;
 class Value;
 }
 
@@ -51,6 +54,11 @@ bool ruleEnabled(const char* variable);
 // convergent, no unwinding, returns; reads its pointer arguments when `readsArgMemory`, no memory otherwise.
 llvm::Function* declareSubgroupPseudo(llvm::Module& m, llvm::StringRef name, llvm::FunctionType* type,
                                       bool readsArgMemory = false);
+
+// A call of the pseudo-intrinsic `name` (declared on first use: no memory access, never merged with another call,
+// since the emitter reads its constant operands).
+llvm::CallInst* callPseudo(llvm::IRBuilderBase& b, const std::string& name, llvm::Type* type,
+                           llvm::ArrayRef<llvm::Value*> args = {});
 
 // Pseudo-intrinsics created by the lowering (all start with "m2v.").
 namespace pseudo {

@@ -48,14 +48,35 @@ struct FunctionConstantsPass : llvm::PassInfoMixin<FunctionConstantsPass> {
 };
 
 // Builds the `main` entry: buffer addresses from push constants, Metal built-ins from Vulkan ones (with Metal's
-// partial edge threadgroups), dynamic threadgroup memory; then calls the kernel.
+// partial edge threadgroups), dynamic threadgroup memory; then calls the kernel. With `roomForAbortWord`, the push
+// block keeps 8 bytes after the addresses for AbortChecksPass (an argument buffer holds them when that room is
+// missing).
 struct EntryABIPass : llvm::PassInfoMixin<EntryABIPass> {
-  EntryABIPass(const frontend::EntryFacts& e, KernelReflection& r, Diagnostics& d)
-      : entry(e), reflection(r), diags(d) {}
+  EntryABIPass(const frontend::EntryFacts& e, KernelReflection& r, Diagnostics& d, bool room)
+      : entry(e), reflection(r), diags(d), roomForAbortWord(room) {}
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
   const frontend::EntryFacts& entry;
   KernelReflection& reflection;
   Diagnostics& diags;
+  bool roomForAbortWord;
+};
+
+// Lists, in reflection.spinWaits, the loops that leave only when an atomic or volatile load of device memory
+// returns a value another thread stores (lower/FindSpinWaits.cpp).
+struct FindSpinWaitsPass : llvm::PassInfoMixin<FindSpinWaitsPass> {
+  explicit FindSpinWaitsPass(KernelReflection& r) : reflection(r) {}
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+  KernelReflection& reflection;
+};
+
+// Every loop without a small constant trip bound checks the submission's abort word now and then and returns when
+// it is set, so that the runtime can stop a kernel that does not end (lower/AbortChecks.cpp). The word's address
+// goes at the end of the push block (reflection.abortWordOffset).
+struct AbortChecksPass : llvm::PassInfoMixin<AbortChecksPass> {
+  explicit AbortChecksPass(KernelReflection& r) : reflection(r) {}
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+  unsigned checkedLoops(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+  KernelReflection& reflection;
 };
 
 // Gives `__m2v::` intrinsic declarations the attributes the optimizer must respect (convergent cross-lane
@@ -199,7 +220,7 @@ enum class MatrixPath { Shuffle, Cooperative };
 // `diags`.
 bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
                 const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& reflection,
-                Diagnostics& diags, MatrixPath path = MatrixPath::Shuffle);
+                Diagnostics& diags, MatrixPath path = MatrixPath::Shuffle, bool abortChecks = true);
 
 // True when the entry's module multiplies simdgroup matrices and has half or bfloat values, so that a
 // cooperative-matrix build may differ from the portable one.

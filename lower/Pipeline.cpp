@@ -63,6 +63,7 @@ static void markUnusedArguments(llvm::Module& m, KernelReflection& reflection) {
         read.insert(offset->getZExtValue());
         continue;
       }
+      if (offset->getZExtValue() != kPushArgsOffset) continue;  // the abort word's address
       for (llvm::User* cu : call->users()) {
         if (auto* table = llvm::dyn_cast<llvm::IntToPtrInst>(cu)) addArgumentBufferReads(table);
         else unknownAccess = true;
@@ -91,7 +92,7 @@ struct ReplaceUnreachablePass : llvm::PassInfoMixin<ReplaceUnreachablePass> {
 
 bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
                 const std::vector<frontend::FunctionConstantFacts>& fcs, KernelReflection& reflection,
-                Diagnostics& diags, MatrixPath path) {
+                Diagnostics& diags, MatrixPath path, bool abortChecks) {
   unsigned cooperativeMultiplies = 0;
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -114,7 +115,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     llvm::ModulePassManager mpm;
     mpm.addPass(SelectEntryPass(entry.mangledName));
     mpm.addPass(FunctionConstantsPass(fcs, reflection));
-    mpm.addPass(EntryABIPass(entry, reflection, diags));
+    mpm.addPass(EntryABIPass(entry, reflection, diags, abortChecks));
     mpm.addPass(IntrinsicAttributesPass());
     // The shuffle path is chosen before optimization, so its code is optimized exactly as written.
     if (path == MatrixPath::Shuffle) mpm.addPass(ResolveMatrixPathPass(false, cooperativeMultiplies));
@@ -199,6 +200,8 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(BFloatWordsPass());
     fpm.addPass(llvm::SimplifyCFGPass());
     fpm.addPass(ReplaceUnreachablePass());
+    fpm.addPass(FindSpinWaitsPass(reflection));  // before the abort checks add loads of their own
+    if (abortChecks) fpm.addPass(AbortChecksPass(reflection));
     fpm.addPass(ExitInfiniteLoopsPass());
     fpm.addPass(llvm::UnifyFunctionExitNodesPass());
     fpm.addPass(llvm::LowerSwitchPass());

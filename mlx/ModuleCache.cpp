@@ -104,6 +104,7 @@ std::string optionsText(const CompileOptions& o) {
   for (const auto& [k, v] : o.defines) s += "D=" + k + "=" + v + ";";
   s += o.validate ? "validate;" : "";
   s += buildsNativeBfloat16(o) ? "native-bfloat16;" : "";
+  s += buildsAbortChecks(o) ? "" : "no-abort-checks;";
   return s;
 }
 

@@ -195,13 +195,15 @@ void bindLibrary(py::module_& m) {
   m.def(
       "compile_library",
       [](const std::string& path, const std::vector<std::string>& entries, const std::vector<std::string>& include_dirs,
-         const std::map<std::string, std::string>& defines, bool fast_math, unsigned jobs, bool partial) {
+         const std::map<std::string, std::string>& defines, bool fast_math, unsigned jobs, bool partial,
+         bool abort_checks) {
         CompileOptions options;
         options.entries = entries;
         options.includeDirs = include_dirs;
         for (const auto& [k, v] : defines) options.defines.emplace_back(k, v);
         options.fastMath = fast_math;
         options.jobs = jobs;
+        options.abortChecks = abort_checks;
         CompileResult result;
         {
           py::gil_scoped_release release;
@@ -220,9 +222,10 @@ void bindLibrary(py::module_& m) {
       },
       py::arg("path"), py::kw_only(), py::arg("entries") = std::vector<std::string>{},
       py::arg("include_dirs") = std::vector<std::string>{}, py::arg("defines") = std::map<std::string, std::string>{},
-      py::arg("fast_math") = false, py::arg("jobs") = 0u, py::arg("partial") = false,
+      py::arg("fast_math") = false, py::arg("jobs") = 0u, py::arg("partial") = false, py::arg("abort_checks") = true,
       "Compiles a .metal file (only `entries` when given) like `m2v compile`. Raises CompileError (with "
-      "`diagnostics` and `status`, the exit code) unless `partial=True`, which returns what compiled.");
+      "`diagnostics` and `status`, the exit code) unless `partial=True`, which returns what compiled. "
+      "`abort_checks=False` builds loops without the checks that let the runtime stop a kernel over its budget.");
 
   m.def(
       "load_kernel",

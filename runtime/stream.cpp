@@ -18,6 +18,9 @@ constexpr VkDeviceSize kArenaChunkBytes = VkDeviceSize(1) << 20;
 // Pending (unbarriered) accesses kept for hazard checks; past this a barrier is cheaper than scanning.
 constexpr size_t kMaxPendingAccesses = 64;
 constexpr uint32_t kMaxBufferIndex = 4096;
+// Abort words (docs/ABI.md): one 32-bit word per batch object, allocated in chunks of this many.
+constexpr uint32_t kAbortWordsPerChunk = 256;
+constexpr uint32_t kGpuAbortGraceMs = 2000, kCpuAbortGraceMs = 20000;
 
 std::atomic<uint64_t> gNextBatchSerial{1};
 
@@ -72,6 +75,11 @@ struct Batch {
   uint32_t dispatches = 0;
   uint32_t otherCommands = 0;
   bool needsHostBarrier = false;
+  // This batch's abort word: kernels with abort checks read it (docs/ABI.md); the host sets it to stop them.
+  uint32_t* abortWord = nullptr;
+  uint64_t abortWordAddress = 0;
+  bool abortable = false;  // a dispatch of it reads the abort word
+  std::string spinWaits;   // "; kernel 'k' waits ..." for each kernel with spin-waits it dispatches (timeout message)
   std::vector<std::shared_ptr<BufferObject>> keepAlive;
   std::vector<std::shared_ptr<EventObject>> events;  // semaphores the submission waits on
   // Semaphores the submission signals besides the timeline, with their values. The signal operations of one
@@ -99,6 +107,8 @@ struct StreamState {
   std::deque<std::unique_ptr<Batch>> inFlight;
   std::vector<std::unique_ptr<Batch>> spareBatches;
   std::vector<std::unique_ptr<ArenaChunk>> arena;
+  std::vector<RawBuffer> abortWordChunks;  // kAbortWordsPerChunk words each, one per batch object
+  uint32_t abortWordsTaken = 0;
   ArenaChunk* currentChunk[2] = {nullptr, nullptr};  // by ArenaUse
   std::vector<Access> pendingAccesses;
   std::vector<VkSemaphoreSubmitInfo> eventSignals;  // added to the next submission (Stream::commit(signals))
@@ -149,6 +159,7 @@ struct StreamState {
       info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
       info.commandBufferCount = 1;
       vkCheck(vkAllocateCommandBuffers(vk(), &info, &batch->commandBuffer), "vkAllocateCommandBuffers", device.get());
+      takeAbortWord(*batch);
     }
     batch->serial = gNextBatchSerial.fetch_add(1, std::memory_order_relaxed);
     batch->signalValue = submittedValue + 1;
@@ -156,9 +167,31 @@ struct StreamState {
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     vkCheck(vkBeginCommandBuffer(batch->commandBuffer, &begin), "vkBeginCommandBuffer", device.get());
     batch->queryPoolsReset = 0;
+    // Before the submission: the queue's host-write dependency makes the cleared word visible to its kernels.
+    std::atomic_ref<uint32_t>(*batch->abortWord).store(0, std::memory_order_relaxed);
+    batch->abortable = false;
+    batch->spinWaits.clear();
     boundPipeline = VK_NULL_HANDLE;
     recording = std::move(batch);
     return *recording;
+  }
+
+  static void noteSpinWaits(Batch& batch, const KernelReflection& r) {
+    const std::string kernelName = "kernel '" + r.entry + "'";
+    if (batch.spinWaits.find(kernelName) != std::string::npos) return;
+    std::string at;
+    for (const std::string& w : r.spinWaits) at += (at.empty() ? "" : ", ") + w;
+    batch.spinWaits += "; " + kernelName + " waits for values other threads store (" + at +
+                       "), which ends only if the threadgroups it waits for run at the same time";
+  }
+
+  void takeAbortWord(Batch& batch) {
+    const uint32_t slot = abortWordsTaken % kAbortWordsPerChunk;
+    if (slot == 0) abortWordChunks.push_back(createDeviceReadStaging(*device, kAbortWordsPerChunk * 4));
+    const RawBuffer& chunk = abortWordChunks.back();
+    batch.abortWord = static_cast<uint32_t*>(chunk.hostPointer) + slot;
+    batch.abortWordAddress = chunk.address + 4 * slot;
+    ++abortWordsTaken;
   }
 
   // Non-blocking: retire batches the timeline has passed (readbacks copied out, timings collected, memory freed).
@@ -389,9 +422,21 @@ struct StreamState {
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                         batch->submittedAt)
                       .count();
-        return "its oldest unfinished command buffer had run for " + std::to_string(ms) + " ms";
+        return "its oldest unfinished command buffer had run for " + std::to_string(ms) + " ms" + batch->spinWaits;
       }
     return "its work had not started";
+  }
+
+  // Sets the abort word of each unfinished batch up to `value`; false when one of them has no dispatch that reads it
+  // (kernels built without abort checks or without loops, copies, event waits): nothing there can be asked to stop.
+  bool requestAbort(uint64_t value) {
+    bool all = true;
+    for (const auto& batch : inFlight)
+      if (batch->signalValue > completedValue && batch->signalValue <= value) {
+        std::atomic_ref<uint32_t>(*batch->abortWord).store(1, std::memory_order_relaxed);
+        all = all && batch->abortable;
+      }
+    return all;
   }
 
   void wait(uint64_t value) {
@@ -412,8 +457,18 @@ struct StreamState {
     VkResult r = vkWaitSemaphores(vk(), &info, uint64_t(budgetMs) * 1000000ull);
     if (r == VK_TIMEOUT) {
       std::string what = "GPU work did not finish within " + std::to_string(budgetMs) + " ms (the budget of this " +
-                         device->info.type + " device's stream; M2V_TIMEOUT_MS sets it): " + unfinishedWorkAge(value) +
-                         "; a kernel may never terminate, or the device is too slow for it";
+                         device->info.type + " device's stream; M2V_TIMEOUT_MS sets it): " + unfinishedWorkAge(value);
+      // Kernels with abort checks leave when asked; the device and its memory stay.
+      // Stopping takes each running thread to its next check and lets the rest start and leave: the budget again,
+      // but never less than a floor (lavapipe takes 1-3 s to stop MLX's largest fft).
+      const uint32_t floorMs = device->info.type == "cpu" ? kCpuAbortGraceMs : kGpuAbortGraceMs;
+      const uint64_t graceNs = uint64_t(std::max(budgetMs, floorMs)) * 1000000ull;
+      if (requestAbort(value) && vkWaitSemaphores(vk(), &info, graceNs) == VK_SUCCESS) {
+        reclaim();
+        throw TimeoutError(what + "; its kernels were stopped, so what it wrote is undefined (the device and its " +
+                           "memory are unaffected)");
+      }
+      what += "; a kernel may never terminate, or the device is too slow for it";
       device->markFaulted(what);
       throw TimeoutError(what + "; this device is no longer usable (a new Device runs what comes next)");
     }
@@ -510,6 +565,11 @@ struct StreamState {
     } else {
       for (size_t i = 0; i < k.args.size(); ++i) std::memcpy(push + k.args[i].offset, &addresses[i], 8);
     }
+    if (k.reflection.abortWordOffset) {
+      std::memcpy(push + k.reflection.abortWordOffset, &batch.abortWordAddress, 8);
+      batch.abortable = true;
+    }
+    if (!k.reflection.spinWaits.empty()) noteSpinWaits(batch, k.reflection);
 
     orderAfterHazards(batch, scratchAccesses);
     VkCommandBuffer cmd = batch.commandBuffer;

@@ -324,7 +324,8 @@ class Runner:
         except m2v.UnsupportedError as e:
             r.stage, r.cause, r.message = "refused", "refused by device", str(e).splitlines()[0]
         except m2v.DeviceError as e:
-            # A timeout or a lost device fails this case alone: the next stream opens a new device.
+            # A timeout or a lost device fails this case alone: the next stream runs on the same device when the
+            # kernels were stopped, on a new one when the device was given up.
             r.stage, r.cause, r.message = "error", device_error_cause(e), str(e).splitlines()[0]
             self.stream = m2v.Stream(timestamps=True)
         except Exception as e:  # a harness error is reported, never hidden

@@ -20,8 +20,9 @@ cases' warm pass in 355 s, about what one thread would take (bench/membound-roun
 cases' entry points with -j/N jobs and building its own pipelines, and merges their reports: the way to have the
 driver build many large pipelines side by side.
 A case waits the device's budget (seconds on a GPU, minutes on a CPU device; cases known to be long have a multiple,
---budget-scale overrides it) before it counts as hung; a timeout or a lost device fails that case alone, and the
-cases after it run on a new device.
+--budget-scale overrides it) before it counts as hung; a timeout or a lost device fails that case alone: its kernels
+are stopped (docs/ABI.md, "Abort word") and the cases after it run on the same device, or, where they could not be
+stopped or the device was lost, on a new one.
 MLX's library: --mlx, else $M2V_MLX_ROOT, else ../shared/third_party/mlx beside the repository.
 """
 import argparse

@@ -34,7 +34,14 @@ struct CompileOptions {
   // M2V_NATIVE_BFLOAT16=1 (buildsNativeBfloat16): on the H200 that conversion truncates where Metal's bfloat
   // rounds to nearest even (docs/BFLOAT16.md).
   bool nativeBfloat16 = false;
+  // Loops check the submission's abort word now and then, so that the runtime can stop a kernel that never ends
+  // (docs/ABI.md, "Abort word"). Off here (--no-abort-checks) or for the whole process with M2V_ABORT_CHECKS=0
+  // (buildsAbortChecks).
+  bool abortChecks = true;
 };
+
+// Whether a compile with `options` gives loops abort checks: options.abortChecks, unless M2V_ABORT_CHECKS=0.
+bool buildsAbortChecks(const CompileOptions& options);
 
 // Whether a compile with `options` makes native-bfloat16 builds: options.nativeBfloat16, or M2V_NATIVE_BFLOAT16=1
 // (which also runs them where the device has the bfloat16 type).

@@ -32,6 +32,7 @@ struct DeferredSource {
   bool fastMath = false;
   bool cooperativeMatrix = true;
   bool nativeBfloat16 = false;
+  bool abortChecks = true;
   uint32_t metalVersion = 320;
   std::vector<std::string> warnings;
 

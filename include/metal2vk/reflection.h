@@ -66,6 +66,13 @@ struct KernelReflection {
   uint32_t pushConstantSize = 16;
   bool argumentBuffer = false;
   std::vector<PushArg> args;
+  // Offset in the push block of the device address of this submission's abort word (docs/ABI.md, "Abort word");
+  // 0: the module never reads one (no loops, or built without abort checks).
+  uint32_t abortWordOffset = 0;
+  // Where the kernel waits for a value another thread stores to device memory (a loop an atomic or volatile load
+  // decides to leave; "file.metal:LINE" of the kernel's code that does it): spin-waits, which finish only while the
+  // threads they wait for run (lower/FindSpinWaits.cpp). Empty for most kernels.
+  std::vector<std::string> spinWaits;
   std::vector<FunctionConstant> functionConstants;
   uint32_t staticThreadgroupBytes = 0;
   std::vector<DynamicThreadgroupMemory> dynamicThreadgroupMemory;

@@ -1,9 +1,12 @@
-"""Work past its time budget fails alone; what comes next runs on a new device.
+"""Work past its time budget fails alone.
 
-A wait that outlives the stream's budget raises TimeoutError and faults the device (the GPU may still be running
-the kernel). The process's next Stream opens a new device, and kernels compiled before the fault are created again
-on it. Runs in a child process: the faulted device is deliberately leaked, and the pytest process keeps its own.
+A wait that outlives the stream's budget raises TimeoutError. A kernel built with abort checks (the default) is
+stopped: the device, the stream and every buffer stay. One built without them cannot be stopped: the device is
+faulted (the GPU may still be running the kernel), the process's next Stream opens a new device, and kernels
+compiled before the fault are created again on it. Runs in a child process: a faulted device is deliberately
+leaked, and the pytest process keeps its own.
 """
+import pytest
 import os
 import subprocess
 import sys
@@ -11,6 +14,7 @@ import textwrap
 
 CHILD = textwrap.dedent(r'''
     import os, sys, tempfile
+    ABORT_CHECKS = sys.argv[1] == "1"
     import numpy as np
     import metal2vk as m2v
 
@@ -33,7 +37,7 @@ CHILD = textwrap.dedent(r'''
     path = os.path.join(tempfile.mkdtemp(), "recovery.metal")
     with open(path, "w") as f:
         f.write(SOURCE)
-    lib = m2v.compile_library(path)
+    lib = m2v.compile_library(path, abort_checks=ABORT_CHECKS)
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
 
     def run_twice(stream):
@@ -65,6 +69,16 @@ CHILD = textwrap.dedent(r'''
     assert "did not finish within 1 ms" in message, message
     assert "had run for" in message, message
     print("timed out:", message)
+    if ABORT_CHECKS:
+        # Stopped: the same device, and the same stream, run what comes next.
+        assert "its kernels were stopped" in message, message
+        s.timeout_ms = 0
+        run_twice(s)
+        run_twice(m2v.Stream())
+        assert m2v.device_info()["description"] == first_device
+        print("recovered on:", first_device, "(the same device)")
+        sys.stdout.flush()
+        os._exit(0)
     # Later use of the faulted stream reports the fault; it does not hang.
     try:
         s.synchronize()
@@ -84,8 +98,9 @@ CHILD = textwrap.dedent(r'''
 ''')
 
 
-def test_a_case_over_budget_fails_alone_and_the_next_runs():
-    r = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=600)
+@pytest.mark.parametrize("abort_checks", ["1", "0"], ids=["stopped", "without-abort-checks"])
+def test_a_case_over_budget_fails_alone_and_the_next_runs(abort_checks):
+    r = subprocess.run([sys.executable, "-c", CHILD, abort_checks], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert "timed out:" in r.stdout and "recovered on:" in r.stdout, r.stdout
 

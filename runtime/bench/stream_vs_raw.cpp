@@ -97,6 +97,12 @@ struct RawBuffer {
   uint32_t memoryType = 0;
 };
 
+// The abort word (docs/ABI.md) of a module built with abort checks: a word the raw host never sets, at the offset the
+// reflection gives. `push` holds at least r.pushConstantSize bytes.
+void pushAbortWord(void* push, const KernelReflection& r, const RawBuffer& neverSet) {
+  if (r.abortWordOffset) std::memcpy(static_cast<uint8_t*>(push) + r.abortWordOffset, &neverSet.address, 8);
+}
+
 // A minimal compute host: one device, one queue, one command buffer, one fence, one timestamp pool.
 class RawHost {
  public:
@@ -588,6 +594,9 @@ PathResult runRaw(RawHost& raw, const corpus::CompiledEntry& module, const corpu
     uint64_t address = it == buffers.end() ? 0 : it->second.address;
     std::memcpy(push + a.offset, &address, 8);
   }
+  RawBuffer abortWord = raw.buffer(owner, 4, "staging");
+  std::memset(abortWord.host, 0, 4);
+  pushAbortWord(push, r, abortWord);
   RawHost::Pipeline p = raw.pipeline(owner, module.spirv, r, c.threadgroup, o.rawDispatchBase);
   raw.submit();  // uploads
   raw.wait();
@@ -669,8 +678,11 @@ void measureOverhead(Device& device, RawHost& raw, const SmallKernel& k, uint32_
   RawHost::Pipeline p = raw.pipeline(owner, k.module->spirv, r, {1, 1, 1}, false);
   struct Push {
     uint32_t grid[3] = {1, 1, 1}, reserved = 0;
-    uint64_t args[3] = {0, 0, 0};
+    uint64_t args[14] = {};  // the buffers, then the abort word's address where the module has one
   } push;
+  RawBuffer abortWord = raw.buffer(owner, 4, "staging");
+  std::memset(abortWord.host, 0, 4);
+  pushAbortWord(&push, r, abortWord);
   auto slot = [&](uint32_t buffer) {
     const PushArg* a = r.argForBuffer(buffer);
     return a ? (a->offset - kPushArgsOffset) / 8 : 0;
@@ -742,6 +754,8 @@ bool measureChain(Device& device, RawHost& raw, const SmallKernel& k, uint32_t l
   RawBuffer in = raw.buffer(owner, n * 4, "staging");
   std::memcpy(in.host, init.data(), n * 4);
   RawHost::Pipeline p = raw.pipeline(owner, k.module->spirv, r, {n, 1, 1}, false);
+  RawBuffer abortWord = raw.buffer(owner, 4, "staging");
+  std::memset(abortWord.host, 0, 4);
   auto slot = [&](uint32_t buffer) {
     const PushArg* arg = r.argForBuffer(buffer);
     return arg ? (arg->offset - kPushArgsOffset) / 8 : 0;
@@ -763,8 +777,9 @@ bool measureChain(Device& device, RawHost& raw, const SmallKernel& k, uint32_t l
     vkCmdBindPipeline(raw.cmd(), VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
     struct Push {
       uint32_t grid[3] = {256, 1, 1}, reserved = 0;
-      uint64_t args[3] = {0, 0, 0};
+      uint64_t args[14] = {};  // the buffers, then the abort word's address where the module has one
     } push;
+    pushAbortWord(&push, r, abortWord);
     push.args[slot(2)] = rsize.address;
     uint32_t query = 0;
     for (uint32_t i = 0; i < length; ++i) {

@@ -642,6 +642,64 @@ TEST(Timeout, ANewDeviceRunsTheNextWork) {
   EXPECT_EXIT(timeOutThenRunOnANewDevice(), ::testing::ExitedWithCode(0), "TimeoutError: GPU work did not finish");
 }
 
+// A kernel that reads its abort word (docs/ABI.md) is stopped instead: the command buffer that outlived its budget
+// fails with a TimeoutError that says so, and the device, its buffers and the stream stay usable. In a child process
+// for the same reason as above, should the kernel not stop.
+static void stopThenRunOnTheSameDevice() {
+  int code = 0;
+  Device device(DeviceOptions{"", -1, "-", 0});
+  Kernel stoppable = loadKernel(device, "stoppable"), increment = loadKernel(device, "increment");
+  std::vector<int32_t> data(1000), back(1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = int32_t(i) - 500;
+  Buffer kept = device.createBuffer(data.size() * 4);
+  const uint32_t threads = 1u << 22;  // as in runEndlessKernelAndExit: minutes of work on llvmpipe
+  Buffer flag = device.createBuffer(4), counter = device.createBuffer(threads * 4);
+  Stream stream = device.createStream(StreamOptions{.timeoutMs = 300});
+  stream.upload(kept, 0, data.data(), data.size() * 4);
+  stream.synchronize();
+  auto start = std::chrono::steady_clock::now();
+  stream.fill(flag, 0, 4, 0);
+  stream.setKernel(stoppable);
+  stream.setBuffer(flag, 0, 0);
+  stream.setBuffer(counter, 0, 1);
+  stream.dispatchThreads({threads, 1, 1}, {256, 1, 1});
+  try {
+    stream.synchronize();
+    code = 10;
+  } catch (const TimeoutError& e) {
+    std::fprintf(stderr, "TimeoutError: %s\n", e.what());
+    if (std::string(e.what()).find("its kernels were stopped") == std::string::npos) code = 11;
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "stopped after %.2f s\n", seconds);
+  if (device.faulted()) code = 12;
+  // The same stream runs the next work, on the buffer made before the stop.
+  stream.setKernel(increment);
+  stream.setBuffer(kept, 0, 0);
+  stream.dispatchThreads({uint32_t(data.size()), 1, 1}, {64, 1, 1});
+  stream.readback(kept, 0, back.data(), back.size() * 4);
+  for (size_t i = 0; i < data.size(); ++i)
+    if (back[i] != data[i] * 3 + 1) code = 13;
+  // Stopping again works: the batch's abort word is cleared when it is reused.
+  stream.setKernel(stoppable);
+  stream.setBuffer(flag, 0, 0);
+  stream.setBuffer(counter, 0, 1);
+  stream.dispatchThreads({threads, 1, 1}, {256, 1, 1});
+  try {
+    stream.synchronize();
+    code = 14;
+  } catch (const TimeoutError&) {
+  }
+  if (device.faulted()) code = 15;
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+TEST(Timeout, AKernelWithAbortChecksIsStoppedAndTheDeviceStays) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(stopThenRunOnTheSameDevice(), ::testing::ExitedWithCode(0), "its kernels were stopped");
+}
+
 // The default budget fits the device: a CPU device is tens of times slower than a GPU.
 TEST(Timeout, DefaultBudgetDependsOnTheDeviceType) {
   if (std::getenv("M2V_TIMEOUT_MS")) GTEST_SKIP() << "M2V_TIMEOUT_MS is set: it replaces the per-device default";

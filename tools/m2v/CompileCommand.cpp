@@ -44,7 +44,7 @@ std::string moduleFileStem(const std::string& entry) {
 
 extern const char kCompileUsage[] =
     R"(compile FILE.metal [-o DIR] [--entry NAME]... [-I DIR]... [-D NAME[=VALUE]]... [-j N] [--json] [--asm] [--ir]
-      [--asm-variants] [--no-cooperative-matrix] [--native-bfloat16]
+      [--asm-variants] [--no-cooperative-matrix] [--native-bfloat16] [--no-abort-checks]
       [-x metal] [-std=metalX.Y] [-ffast-math | -fno-fast-math] [-fsyntax-only] [-ferror-limit=N] [-W...] [-c]
     Compile every kernel entry point to a SPIR-V module (NAME.spv) and its reflection (NAME.json), -j N entry
     points at a time (default: one per core). A kernel that multiplies half or bfloat simdgroup matrices also gets
@@ -52,7 +52,8 @@ extern const char kCompileUsage[] =
     --no-cooperative-matrix; with --native-bfloat16 (or M2V_NATIVE_BFLOAT16=1) a kernel that narrows float to bfloat
     also gets NAME.native-bfloat16.spv/.json, those narrowings on VK_KHR_shader_bfloat16 (docs/BFLOAT16.md).
     --asm-variants: --asm prints those builds too, each after a line "; cooperative-matrix build" or
-    "; native-bfloat16 build". The third line's flags are those of Apple's `metal` compiler (as
+    "; native-bfloat16 build". --no-abort-checks (or M2V_ABORT_CHECKS=0): loops do not check the abort word
+    through which the runtime stops a kernel that outlasts its time budget (docs/ABI.md). The third line's flags are those of Apple's `metal` compiler (as
     MLX's build passes them): language version, fast math, diagnostics only, error limit, warnings; -x metal and
     -c change nothing.
 )";
@@ -96,6 +97,8 @@ int compileCommand(const Args& args) {
       options.metalVersion = *version;
     } else if (a == "--no-cooperative-matrix") {
       options.cooperativeMatrix = false;
+    } else if (a == "--no-abort-checks") {
+      options.abortChecks = false;
     } else if (a == "--native-bfloat16") {
       options.nativeBfloat16 = true;
     } else if (a == "--asm-variants") {

@@ -146,6 +146,8 @@ int metalCommand(const Args& args) {
       options.jobs = unsigned(std::stoul(v));
     } else if (a == "--no-cooperative-matrix") {
       options.cooperativeMatrix = false;
+    } else if (a == "--no-abort-checks") {
+      options.abortChecks = false;
     } else if (a == "--native-bfloat16") {
       options.nativeBfloat16 = true;
     } else if (a.rfind("-W", 0) == 0 && a.size() > 2) {
