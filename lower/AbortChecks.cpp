@@ -21,7 +21,9 @@
 #include <llvm/Transforms/Utils/BasicBlockUtils.h>
 #include <llvm/Transforms/Utils/PromoteMemToReg.h>
 
+#include <cstdlib>
 #include <functional>
+#include <string>
 
 #include "Intrinsics.h"
 #include "Passes.h"
@@ -64,8 +66,14 @@ unsigned AbortChecksPass::checkedLoops(llvm::Function& f, llvm::FunctionAnalysis
     return trips <= kBoundedTrips ? trips : 0;
   };
   unsigned loops = 0;
+  // Measurement knob: M2V_ABORT_CHECKS=barriers checks those nests too (to find where the miscompile comes from; a
+  // different setting needs a different M2V_CACHE_DIR).
+  static const bool checkBarrierNests = [] {
+    const char* v = std::getenv("M2V_ABORT_CHECKS");
+    return v && std::string(v) == "barriers";
+  }();
   for (llvm::Loop* top : li) {
-    if (hasBarrier(*top)) continue;
+    if (hasBarrier(*top) && !checkBarrierNests) continue;
     for (llvm::Loop* l : llvm::depth_first(top)) {
       if (nestTrips(l) != 0) continue;
       llvm::SmallVector<llvm::BasicBlock*, 4> latches;
