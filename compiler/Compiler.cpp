@@ -54,8 +54,7 @@ std::optional<CompiledModule> buildModule(llvm::Module& m, const frontend::Entry
   out.reflection.source = entry.file;
   out.reflection.line = entry.line;
   for (const frontend::ParamFacts& p : entry.params) out.reflection.params.push_back(p.param);
-  if (!lower::lowerEntry(m, entry, fcs, out.reflection, diags, path, buildsAbortChecks(options)))
-    return std::nullopt;
+  if (!lower::lowerEntry(m, entry, fcs, out.reflection, diags, path, buildsAbortChecks(options))) return std::nullopt;
   if (options.keepLoweredIR || std::getenv("M2V_DUMP_LOWERED_IR")) {
     llvm::raw_string_ostream os(out.loweredIR);
     m.print(os, nullptr);

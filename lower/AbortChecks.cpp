@@ -47,7 +47,8 @@ bool hasBarrier(const llvm::Loop& l) {
     for (const llvm::Instruction& i : *bb)
       if (const auto* call = llvm::dyn_cast<llvm::CallBase>(&i))
         if (const llvm::Function* callee = call->getCalledFunction())
-          if (auto name = stdlibIntrinsicName(*callee); name && (*name == "threadgroup_barrier" || *name == "simdgroup_barrier"))
+          if (auto name = stdlibIntrinsicName(*callee);
+              name && (*name == "threadgroup_barrier" || *name == "simdgroup_barrier"))
             return true;
   return false;
 }
@@ -61,7 +62,8 @@ unsigned AbortChecksPass::checkedLoops(llvm::Function& f, llvm::FunctionAnalysis
   // Trips of the loop and all loops inside it, at most (0: unbounded or more than kBoundedTrips).
   std::function<uint64_t(llvm::Loop*)> nestTrips = [&](llvm::Loop* l) -> uint64_t {
     uint64_t inner = 1;
-    for (llvm::Loop* sub : l->getSubLoops()) inner = std::max(inner, nestTrips(sub) ? nestTrips(sub) : kBoundedTrips + 1);
+    for (llvm::Loop* sub : l->getSubLoops())
+      inner = std::max(inner, nestTrips(sub) ? nestTrips(sub) : kBoundedTrips + 1);
     uint64_t trips = se.getSmallConstantMaxTripCount(l) * inner;
     return trips <= kBoundedTrips ? trips : 0;
   };

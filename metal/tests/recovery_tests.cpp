@@ -78,8 +78,8 @@ MTL::CommandBuffer* runOne(MTL::CommandQueue* queue, MTL::ComputePipelineState* 
 }
 
 // Kernels that do not end in time (a spin-wait on a flag never set, one thread per threadgroup spinning while the
-// others wait at a barrier, a loop far too long), each stopped within the budget; the buffers, heap and event made before,
-// and the pipelines, keep working on the same device.
+// others wait at a barrier, a loop far too long), each stopped within the budget; the buffers, heap and event made
+// before, and the pipelines, keep working on the same device.
 TEST(MetalRecovery, AKernelThatNeverEndsIsStoppedAndTheDeviceKeepsItsMemory) {
   requireShortBudget();
   auto pool = NS::TransferPtr(NS::AutoreleasePool::alloc()->init());
@@ -118,11 +118,18 @@ TEST(MetalRecovery, AKernelThatNeverEndsIsStoppedAndTheDeviceKeepsItsMemory) {
     uint32_t threads;
     bool spinWait;  // the message names the loop that waits for other threads (reflection's spin_waits)
   };
-  for (const Case& c : {Case{"a spin-wait on a flag never set", spin.get(), {gate.get(), counter.get()}, spinners, true},
-                        Case{"an endless loop in one thread per threadgroup", oneThread.get(), {gate.get(), counter.get()},
-                             spinners, true},
-                        Case{"a loop of 2^32 - 1 rounds in every thread", longLoop.get(), {counter.get(), rounds.get()},
-                             spinners, false}}) {
+  for (const Case& c :
+       {Case{"a spin-wait on a flag never set", spin.get(), {gate.get(), counter.get()}, spinners, true},
+        Case{"an endless loop in one thread per threadgroup",
+             oneThread.get(),
+             {gate.get(), counter.get()},
+             spinners,
+             true},
+        Case{"a loop of 2^32 - 1 rounds in every thread",
+             longLoop.get(),
+             {counter.get(), rounds.get()},
+             spinners,
+             false}}) {
     SCOPED_TRACE(c.what);
     auto start = std::chrono::steady_clock::now();
     MTL::CommandBuffer* stuck = runOne(queue.get(), c.pipeline, c.buffers, c.threads);

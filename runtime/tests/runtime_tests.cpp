@@ -551,6 +551,16 @@ TEST(Subgroup, RequiredSize32HonouredOrRefused) {
 // Timeout: a kernel that never finishes. Runs in a child process (gtest death test) so a driver that cannot be
 // interrupted cannot take the test binary down with it; the child must report TimeoutError and exit promptly.
 
+// Clears the flag the spinning kernels (endless, stoppable) wait on and dispatches `threads` of them.
+static void dispatchSpinners(Stream& stream, const Kernel& kernel, const Buffer& flag, const Buffer& counter,
+                             uint32_t threads, uint32_t threadgroup = 256) {
+  stream.fill(flag, 0, 4, 0);
+  stream.setKernel(kernel);
+  stream.setBuffer(flag, 0, 0);
+  stream.setBuffer(counter, 0, 1);
+  stream.dispatchThreads({threads, 1, 1}, {threadgroup, 1, 1});
+}
+
 static void runEndlessKernelAndExit() {
   auto start = std::chrono::steady_clock::now();
   Device device(DeviceOptions{"", -1, "-", 300});
@@ -562,11 +572,7 @@ static void runEndlessKernelAndExit() {
   int code = 1;
   {
     Stream stream = device.createStream();
-    stream.fill(flag, 0, 4, 0);
-    stream.setKernel(kernel);
-    stream.setBuffer(flag, 0, 0);
-    stream.setBuffer(counter, 0, 1);
-    stream.dispatchThreads({threads, 1, 1}, {256, 1, 1});
+    dispatchSpinners(stream, kernel, flag, counter, threads);
     try {
       stream.synchronize();
       std::fprintf(stderr, "endless kernel finished?\n");
@@ -604,11 +610,7 @@ static void timeOutThenRunOnANewDevice() {
     Kernel endless = loadKernel(device, "endless");
     Buffer flag = device.createBuffer(4), counter = device.createBuffer(1024 * 4);
     Stream stream = device.createStream(StreamOptions{.timeoutMs = 50});  // a 50 ms budget for this stream
-    stream.fill(flag, 0, 4, 0);
-    stream.setKernel(endless);
-    stream.setBuffer(flag, 0, 0);
-    stream.setBuffer(counter, 0, 1);
-    stream.dispatchThreads({1024, 1, 1}, {64, 1, 1});
+    dispatchSpinners(stream, endless, flag, counter, 1024, 64);
     try {
       stream.synchronize();
       code = 10;
@@ -658,11 +660,7 @@ static void stopThenRunOnTheSameDevice() {
   stream.upload(kept, 0, data.data(), data.size() * 4);
   stream.synchronize();
   auto start = std::chrono::steady_clock::now();
-  stream.fill(flag, 0, 4, 0);
-  stream.setKernel(stoppable);
-  stream.setBuffer(flag, 0, 0);
-  stream.setBuffer(counter, 0, 1);
-  stream.dispatchThreads({threads, 1, 1}, {256, 1, 1});
+  dispatchSpinners(stream, stoppable, flag, counter, threads);
   try {
     stream.synchronize();
     code = 10;
@@ -681,10 +679,7 @@ static void stopThenRunOnTheSameDevice() {
   for (size_t i = 0; i < data.size(); ++i)
     if (back[i] != data[i] * 3 + 1) code = 13;
   // Stopping again works: the batch's abort word is cleared when it is reused.
-  stream.setKernel(stoppable);
-  stream.setBuffer(flag, 0, 0);
-  stream.setBuffer(counter, 0, 1);
-  stream.dispatchThreads({threads, 1, 1}, {256, 1, 1});
+  dispatchSpinners(stream, stoppable, flag, counter, threads);
   try {
     stream.synchronize();
     code = 14;

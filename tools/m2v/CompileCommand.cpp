@@ -53,9 +53,9 @@ extern const char kCompileUsage[] =
     also gets NAME.native-bfloat16.spv/.json, those narrowings on VK_KHR_shader_bfloat16 (docs/BFLOAT16.md).
     --asm-variants: --asm prints those builds too, each after a line "; cooperative-matrix build" or
     "; native-bfloat16 build". --no-abort-checks (or M2V_ABORT_CHECKS=0): loops do not check the abort word
-    through which the runtime stops a kernel that outlasts its time budget (docs/ABI.md). The third line's flags are those of Apple's `metal` compiler (as
-    MLX's build passes them): language version, fast math, diagnostics only, error limit, warnings; -x metal and
-    -c change nothing.
+    through which the runtime stops a kernel that outlasts its time budget (docs/ABI.md). The third line's flags
+    are those of Apple's `metal` compiler (as MLX's build passes them): language version, fast math, diagnostics
+    only, error limit, warnings; -x metal and -c change nothing.
 )";
 
 int compileCommand(const Args& args) {
