@@ -594,22 +594,38 @@ class Rewriter {
   // `f(constant int shape[4], ...)`: a parameter declared as an array in an address space is a pointer in Metal;
   // C++ rejects the address space on an array parameter, so write the pointer. `open` is the `[` after the name.
   std::optional<size_t> rewriteArrayParameter(size_t open) {
-    if (open < 2 || toks_[open - 1].kind != TokKind::Identifier) return std::nullopt;
-    std::string_view beforeName = toks_[open - 2].text;
-    if (toks_[open - 2].kind != TokKind::Identifier && beforeName != ">") return std::nullopt;  // a type, not `f(x[3])`
+    if (open < 2) return std::nullopt;
+    // The parameter's name is the token before `[`, or before an annotation macro's call between them
+    // (`threadgroup float partial OPTIONAL(cond)[N]`, as uzu's DSL writes its optional threadgroup arrays).
+    size_t nameAt = open - 1;
+    if (toks_[nameAt].text == ")") {
+      size_t call = partner(nameAt);
+      if (call == std::string_view::npos || call < 3 || toks_[call - 1].kind != TokKind::Identifier)
+        return std::nullopt;
+      nameAt = call - 2;
+    }
+    if (nameAt < 1 || toks_[nameAt].kind != TokKind::Identifier) return std::nullopt;
+    std::string_view beforeName = toks_[nameAt - 1].text;
+    if (toks_[nameAt - 1].kind != TokKind::Identifier && beforeName != ">")
+      return std::nullopt;  // a type, not `f(x[3])`
     size_t close = partner(open);
     if (close == std::string_view::npos || toks_[close].text != "]" || close + 1 >= toks_.size()) return std::nullopt;
     std::string_view after = toks_[close + 1].text;
     if (after != "," && after != ")" && after != "[[") return std::nullopt;
     bool inAddressSpace = false;  // the parameter, back to its `(` or `,`, names an address space
-    for (size_t k = open - 1; k > 0; --k) {
+    for (size_t k = nameAt; k > 0; --k) {
       std::string_view w = toks_[k - 1].text;
       if (w == "(" || w == "," || w == ";" || w == "{") break;
       inAddressSpace |= w == "device" || w == "constant" || w == "threadgroup";
     }
     if (!inAddressSpace) return std::nullopt;
-    const Token& name = toks_[open - 1];
-    replace(name.begin, toks_[close].end, "* " + std::string(name.text));
+    const Token& name = toks_[nameAt];
+    if (nameAt + 1 == open) {
+      replace(name.begin, toks_[close].end, "* " + std::string(name.text));
+    } else {
+      replace(name.begin, name.begin, "* ");
+      replace(toks_[open].begin, toks_[close].end, "");
+    }
     return close;
   }
 

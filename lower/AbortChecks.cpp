@@ -39,9 +39,13 @@ constexpr uint32_t kAbortCheckInterval = 1024;
 constexpr unsigned kBoundedTrips = 4096;
 
 // Whether the loop (or one inside it) has a threadgroup or simdgroup barrier. No loop of such a nest gets a check:
-// an exit out of a loop with a barrier (from it or from a loop inside it) made lavapipe (Mesa 22.3) compute NaNs in
-// MLX's Stockham FFT (fft_mem_*, its radix-step loops), where the same IR without the exit computes the right
-// values. The cause is not known (a small loop with barriers and the same exit computes the right values).
+// with one, lavapipe (Mesa 22.3) lost the output of MLX's Stockham FFT (fft_mem_*, its radix-step loops). The
+// modules are valid and the exit is never taken; lavapipe runs each 8-lane subgroup as a coroutine suspended at
+// barriers, and stops resuming all of them once one has finished. A subgroup whose threads all returned early (the
+// FFT's out-of-bounds threads) still walks the loop under an empty mask, once; the exit keeps lavapipe from
+// unrolling the loop, so that subgroup passes fewer barriers than the live ones and ends first. (Barriers after an
+// early return are outside SPIR-V's rules; the same happens without checks to a barrier loop whose trip count is
+// known only at run time.)
 bool hasBarrier(const llvm::Loop& l) {
   for (const llvm::BasicBlock* bb : l.blocks())
     for (const llvm::Instruction& i : *bb)

@@ -189,6 +189,10 @@ TEST(Rewriter, ArrayParametersInAnAddressSpaceArePointers) {
             "int f(constant const int * shape, device float* x) {");
   EXPECT_EQ(rewrite("g(x[3], y)"), "g(x[3], y)");                  // an expression, not a declaration
   EXPECT_EQ(rewrite("void h(int a[2]) {"), "void h(int a[2]) {");  // no address space: C++ already decays it
+  // an annotation macro between the name and its bounds (uzu's DSL: OPTIONAL(cond))
+  EXPECT_EQ(rewrite("void k(threadgroup float p OPTIONAL(A && n > 32)[NUM], uint i) {"),
+            "void k(threadgroup float * p OPTIONAL(A && n > 32), uint i) {");
+  EXPECT_EQ(rewrite("g(f(x)[3], y)"), "g(f(x)[3], y)");  // a call's result indexed, not a declaration
 }
 
 TEST(Rewriter, HalfAndBfloatConversions) {

@@ -461,6 +461,29 @@ TEST_F(E2E, BoolVectorSwizzles) {
   EXPECT_TRUE(allEqual(read<int32_t>(out, n), want));
 }
 
+TEST_F(E2E, Metal4LibraryNames) {
+  // integer_sequence, _atomic<T> and an annotated threadgroup array parameter (dialect.metal, library_names)
+  Kernel k = load("library_names");
+  const uint32_t groups = 5, n = groups * 64;
+  std::vector<float> x;  // small integers: every sum exact, so the sign test matches the reference
+  for (int32_t v : randInts<int32_t>(n * 4, -8, 8)) x.push_back(float(v));
+  Buffer bx = upload(x), sums = poisoned(n * 4), positives = poisoned(groups * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(sums, 0, 1);
+  stream().setBuffer(positives, 0, 2);
+  stream().dispatchThreads({n, 1, 1}, {64, 1, 1});
+  std::vector<float> s(n), want(n);
+  std::vector<uint32_t> wantPositive(groups, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    for (int k2 = 0; k2 < 4; ++k2) s[i] += x[i * 4 + k2] * float(k2 + 1);
+    wantPositive[i / 64] += s[i] > 0.0f;
+  }
+  for (uint32_t i = 0; i < n; ++i) want[i] = s[i ^ 1];
+  EXPECT_TRUE(allClose(read<float>(sums, n), want, kF32));
+  EXPECT_TRUE(allEqual(read<uint32_t>(positives, groups), wantPositive));
+}
+
 TEST_F(E2E, MatrixTypes) {
   Kernel k = load("matrix_ops");
   const uint32_t n = 70;

@@ -69,3 +69,31 @@ kernel void bool_swizzles(device const float4* in [[buffer(0)]], device int* out
   v += 16 * int(back.x) + 32 * int(back.z) + 64 * int(b.rg.y);
   out[i] = v;
 }
+
+// Metal's library as Metal 4 code (uzu) names it: integer_sequence / make_integer_sequence unrolling a loop through a
+// fold expression, the atomic type under its own name _atomic<T>, and a threadgroup array parameter whose name an
+// annotation macro follows (uzu's DSL writes `threadgroup float p OPTIONAL(cond)[N]`; outside its analysis build the
+// macro expands to nothing).
+#define DSL_NOTE(...)
+template <class F, int... K> METAL_FUNC void for_each_index(F f, metal::integer_sequence<int, K...>) {
+  (f(K), ...);
+}
+static_assert(metal::make_index_sequence<5>::size() == 5, "make_index_sequence<5> has five indices");
+static void put(threadgroup float partial DSL_NOTE(cond && n > 32)[64], uint lid, float v) {
+  partial[lid] = v;
+}
+kernel void library_names(device const float* x [[buffer(0)]], device float* sums [[buffer(1)]],
+                          device uint* positives [[buffer(2)]], uint lid [[thread_position_in_threadgroup]],
+                          uint i [[thread_position_in_grid]], uint group [[threadgroup_position_in_grid]]) {
+  threadgroup float partial[64];
+  threadgroup _atomic<uint> count;
+  if (lid == 0) atomic_store_explicit(&count, 0u, memory_order_relaxed);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float s = 0.0f;
+  for_each_index([&](int k) { s += x[i * 4 + k] * float(k + 1); }, metal::make_integer_sequence<int, 4>{});
+  put(partial, lid, s);
+  if (s > 0.0f) atomic_fetch_add_explicit(&count, 1u, memory_order_relaxed);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  sums[i] = partial[lid ^ 1];
+  if (lid == 0) positives[group] = atomic_load_explicit(&count, memory_order_relaxed);
+}
