@@ -28,6 +28,7 @@
 
 #include <cctype>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "EmbeddedHeaders.h"
@@ -174,7 +175,13 @@ class DiagnosticForwarder : public clang::DiagnosticConsumer {
         sev = Severity::Error;
         break;
     }
-    if (stopped_) return;  // what follows an unsupported construct are its consequences
+    if (stopped_) {  // what follows an unsupported construct are its consequences
+      if (held_ && level == clang::DiagnosticsEngine::Note && info.hasSourceManager() && info.getLocation().isValid())
+        placeAtUse(info.getSourceManager(), info.getSourceManager().getFileLoc(info.getLocation()));
+      else if (level != clang::DiagnosticsEngine::Note)
+        flush();
+      return;
+    }
     std::string message = text.str().str();
     static constexpr llvm::StringLiteral kUnsupported = "metal2vk unsupported: ";
     // Our headers say so with #error or, inside templates, static_assert ("static assertion failed: metal2vk ...")
@@ -190,17 +197,35 @@ class DiagnosticForwarder : public clang::DiagnosticConsumer {
       const clang::SourceManager& sm = info.getSourceManager();
       clang::SourceLocation loc = sm.getFileLoc(info.getLocation());
       if (llvm::StringRef(d.message).starts_with("illegal vector component name") && rememberSwizzle(sm, loc)) return;
-      // A diagnostic of our own headers' making is reported where the user's code included them.
+      // A diagnostic of our own headers' making is reported where the user's code included them, unless the notes
+      // after it (a template's "in instantiation of ... requested here") name a place in the user's code: it is held
+      // until then (placeAtUse).
+      bool inHeaders = unsupported && loc.isValid() && sm.getFilename(loc).starts_with(kStdlibRoot);
       while (unsupported && loc.isValid() && sm.getFilename(loc).starts_with(kStdlibRoot))
         loc = sm.getIncludeLoc(sm.getFileID(loc));
       clang::PresumedLoc p = loc.isValid() ? sm.getPresumedLoc(loc) : clang::PresumedLoc();
       if (p.isValid()) sources_.locate(d, p.getFilename(), p.getLine(), p.getColumn());
       if (sev != Severity::Note) reportIncludeStack(sm, loc);
+      if (inHeaders) {
+        held_ = Held{std::move(d), std::move(pendingNotes_)};
+        pendingNotes_.clear();
+        return;
+      }
     }
     diags_.report(std::move(d));
     for (Diagnostic& note : pendingNotes_) diags_.report(std::move(note));
     pendingNotes_.clear();
   }
+
+  // Reports the held diagnostic where it stands.
+  void flush() {
+    if (!held_) return;
+    diags_.report(std::move(held_->diagnostic));
+    for (Diagnostic& note : held_->includeNotes) diags_.report(std::move(note));
+    held_.reset();
+  }
+  void EndSourceFile() override { flush(); }
+  void finish() override { flush(); }
 
  private:
   // Where clang rejected a component name that is a valid swizzle (so the vector is a bool vector): kept for a
@@ -246,6 +271,24 @@ class DiagnosticForwarder : public clang::DiagnosticConsumer {
     }
   }
 
+  // The held diagnostic goes to the first place in the user's code that the notes after it name.
+  void placeAtUse(const clang::SourceManager& sm, clang::SourceLocation loc) {
+    if (!loc.isValid() || sm.getFilename(loc).starts_with(kStdlibRoot)) return;
+    clang::PresumedLoc p = sm.getPresumedLoc(loc);
+    if (!p.isValid()) return;
+    sources_.locate(held_->diagnostic, p.getFilename(), p.getLine(), p.getColumn());
+    lastFile_ = clang::FileID();
+    reportIncludeStack(sm, loc);
+    held_->includeNotes = std::move(pendingNotes_);
+    pendingNotes_.clear();
+    flush();
+  }
+
+  struct Held {
+    Diagnostic diagnostic;
+    std::vector<Diagnostic> includeNotes;
+  };
+  std::optional<Held> held_;
   Diagnostics& diags_;
   const SourceMap& sources_;
   bool stopped_ = false;
@@ -778,11 +821,13 @@ FrontendOutput parseOnce(const std::string& source, const std::string& name, con
   if (options.syntaxOnly) {
     KernelFactsAction facts(out, diags, sources);
     ok = ci.ExecuteAction(facts);
+    forwarder->flush();
     swizzles = std::move(forwarder->swizzles());
     return out;
   }
   MetalCodeGenAction action(out.context.get(), out, diags, sources);
   ok = ci.ExecuteAction(action);
+  forwarder->flush();
   swizzles = std::move(forwarder->swizzles());
   if (!ok || ci.getDiagnostics().hasErrorOccurred() || diags.hasErrors()) return out;
   out.module = action.takeModule();

@@ -376,6 +376,13 @@ struct AccessFacts {
   bool atomicFloat = false, atomicMixed = false, compareExchange = false;
 };
 
+// The pointer an atomic read-modify-write or compare-exchange accesses (loads and stores: getLoadStorePointerOperand).
+const llvm::Value* accessedPointer(const llvm::Instruction& i) {
+  if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(&i)) return rmw->getPointerOperand();
+  if (auto* cx = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&i)) return cx->getPointerOperand();
+  return nullptr;
+}
+
 void scalarLeaves(llvm::Type* t, std::vector<llvm::Type*>& out) {
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) {
     for (unsigned i = 0; i < vt->getNumElements(); ++i) out.push_back(vt->getElementType());
@@ -418,23 +425,30 @@ LogicalVariable& Emitter::logicalVariable(const llvm::Instruction* at, const llv
       facts.atomicFloat |= t->isFloatingPointTy();
     }
   };
-  for (const llvm::Function& f : module_)
-    for (const llvm::BasicBlock& bb : f)
-      for (const llvm::Instruction& i : bb) {
-        if (auto* ld = llvm::dyn_cast<llvm::LoadInst>(&i); ld && baseOf(ld->getPointerOperand()) == base)
-          note(ld->getType(), ld->getAlign().value(), ld->isAtomic());
-        else if (auto* st = llvm::dyn_cast<llvm::StoreInst>(&i); st && baseOf(st->getPointerOperand()) == base) {
-          note(st->getValueOperand()->getType(), st->getAlign().value(), st->isAtomic());
-          uint64_t size = dl_.getTypeStoreSize(st->getValueOperand()->getType());
-          facts.wideStore |= size % 4 == 0 && st->getAlign().value() >= 4;
-        } else if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(&i); rmw && baseOf(rmw->getPointerOperand()) == base)
-          note(rmw->getType(), rmw->getAlign().value(), true);
-        else if (auto* cx = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&i);
-                 cx && baseOf(cx->getPointerOperand()) == base) {
-          note(cx->getNewValOperand()->getType(), cx->getAlign().value(), true);
-          facts.compareExchange = true;
+  if (!accessesIndexed_) {
+    accessesIndexed_ = true;
+    for (const llvm::Function& f : module_)
+      for (const llvm::BasicBlock& bb : f)
+        for (const llvm::Instruction& i : bb) {
+          const llvm::Value* p = llvm::getLoadStorePointerOperand(&i);
+          if (!p) p = accessedPointer(i);
+          if (const llvm::Value* b = p ? baseOf(p) : nullptr) accessesOf_[b].push_back(&i);
         }
-      }
+  }
+  for (const llvm::Instruction* i : accessesOf_.lookup(base)) {
+    if (auto* ld = llvm::dyn_cast<llvm::LoadInst>(i))
+      note(ld->getType(), ld->getAlign().value(), ld->isAtomic());
+    else if (auto* st = llvm::dyn_cast<llvm::StoreInst>(i)) {
+      note(st->getValueOperand()->getType(), st->getAlign().value(), st->isAtomic());
+      uint64_t size = dl_.getTypeStoreSize(st->getValueOperand()->getType());
+      facts.wideStore |= size % 4 == 0 && st->getAlign().value() >= 4;
+    } else if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(i))
+      note(rmw->getType(), rmw->getAlign().value(), true);
+    else if (auto* cx = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(i)) {
+      note(cx->getNewValOperand()->getType(), cx->getAlign().value(), true);
+      facts.compareExchange = true;
+    }
+  }
 
   LogicalVariable var;
   llvm::Type* elem = nullptr;

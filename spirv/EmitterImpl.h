@@ -132,6 +132,10 @@ class Emitter {
   llvm::DenseMap<const llvm::Value*, const llvm::Value*> bases_;  // logical pointer -> its variable (or null)
   llvm::SmallPtrSet<const llvm::Value*, 8> basesInProgress_;      // baseOf's walk: the values it is inside of
   std::map<const llvm::Value*, LogicalVariable> logicalVars_;
+  // The loads, stores and atomics of each logical variable, found in one walk of the module at the first
+  // logicalVariable() (a walk per variable made large unrolled kernels quadratic).
+  llvm::DenseMap<const llvm::Value*, std::vector<const llvm::Instruction*>> accessesOf_;
+  bool accessesIndexed_ = false;
   std::map<const llvm::Type*, Id> types_;
   std::map<spv::BuiltIn, Id> builtins_;
   std::map<uint32_t, Id> specConstants_;
