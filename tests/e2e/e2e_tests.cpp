@@ -484,6 +484,63 @@ TEST_F(E2E, Metal4LibraryNames) {
   EXPECT_TRUE(allEqual(read<uint32_t>(positives, groups), wantPositive));
 }
 
+// Element (i, j) of a packed 4-bit tensor: the even element of a byte in its low nibble.
+static uint32_t nibbleAt(const std::vector<uint8_t>& packed, size_t element) {
+  return (packed[element >> 1] >> ((element & 1) * 4)) & 15u;
+}
+
+TEST_F(E2E, TensorViewsOfMemory) {
+  Kernel k = load("tensor_views");
+  const int32_t rows = 5;
+  std::vector<float> data(16 * rows);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = float(i) * 0.5f - 3.0f;
+  auto packed = randInts<uint8_t>(12 * rows / 2, 0, 255);
+  Buffer bd = upload(data), bp = upload(packed), f = poisoned((12 * rows + 1) * 4), s4 = poisoned(12 * rows * 4),
+         u4 = poisoned(12 * rows * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bd, 0, 0);
+  stream().setBuffer(bp, 0, 1);
+  stream().setBuffer(f, 0, 2);
+  stream().setBuffer(s4, 0, 3);
+  stream().setBuffer(u4, 0, 4);
+  stream().setBytes(&rows, 4, 5);
+  stream().dispatchThreads({12, uint32_t(rows), 1}, {4, uint32_t(rows), 1});
+  std::vector<float> wantF(12 * rows + 1);
+  std::vector<int32_t> wantS(12 * rows);
+  std::vector<uint32_t> wantU(12 * rows);
+  for (int j = 0; j < rows; ++j)
+    for (int i = 0; i < 12; ++i) {
+      wantF[j * 12 + i] = i < 7 ? data[i * 2 + j * 16] : 0.0f;
+      uint32_t n = nibbleAt(packed, size_t(j * 12 + i));
+      wantU[j * 12 + i] = n;
+      wantS[j * 12 + i] = n >= 8 ? int32_t(n) - 16 : int32_t(n);
+    }
+  wantF[12 * rows] = float(7 + 16 + rows + 2);  // extent 0, stride 1, extent 1 of the int4 tensor, its rank
+  EXPECT_TRUE(allEqual(read<float>(f, 12 * rows + 1), wantF));
+  EXPECT_TRUE(allEqual(read<int32_t>(s4, 12 * rows), wantS));
+  EXPECT_TRUE(allEqual(read<uint32_t>(u4, 12 * rows), wantU));
+}
+
+TEST_F(E2E, TensorInt4RightOperandOfMatmul2d) {
+  LOAD_SIMD_OR_SKIP(k, "int4_tensor_matmul");
+  auto a = randInts<int8_t>(16 * 32, -128, 127);
+  auto w = randInts<uint8_t>(32 * 16, 0, 255);
+  Buffer ba = upload(a), bw = upload(w), d = poisoned(16 * 32 * 4);
+  stream().setKernel(k);
+  stream().setBuffer(ba, 0, 0);
+  stream().setBuffer(bw, 0, 1);
+  stream().setBuffer(d, 0, 2);
+  stream().dispatchThreadgroups({1, 1, 1}, {32, 1, 1});
+  std::vector<int32_t> want(16 * 32, 0);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 32; ++n)
+      for (int kk = 0; kk < 32; ++kk) {
+        uint32_t nib = nibbleAt(w, size_t(n * 32 + kk));
+        want[m * 32 + n] += int32_t(a[m * 32 + kk]) * (nib >= 8 ? int32_t(nib) - 16 : int32_t(nib));
+      }
+  EXPECT_TRUE(allEqual(read<int32_t>(d, 16 * 32), want));
+}
+
 TEST_F(E2E, MatrixTypes) {
   Kernel k = load("matrix_ops");
   const uint32_t n = 70;

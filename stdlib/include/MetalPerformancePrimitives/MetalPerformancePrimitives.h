@@ -15,7 +15,11 @@
 // A destination and a right input that is not transposed split that way as they are; a left input (whose columns
 // are the shared dimension) and a transposed right input are regrouped with shuffles first.
 // With relaxed precision a float operand beside a half or bfloat one is rounded to that type first (multiply_type).
-// Tensor memory operands (tensor<...>) and execution_simdgroups<N> are not implemented: exit code 3 at the use.
+// 8-bit integer operands (int8 x int8 or int4 tensors, int32 results) multiply as half, which holds them exactly, and
+// each 16-deep slice of the product is summed in float (exact: at most 16 * 2^14) and added to the integer result.
+// A left or right input may be a tensor over memory (tensor_inline, <metal_tensor>): it is read into the cooperative
+// layout first, elements outside its extents as 0; its dimension 0 is the operand's columns as stored.
+// Tensor destinations and execution_simdgroups<N> are not implemented: exit code 3 at the use.
 #ifndef __M2V_METAL_PERFORMANCE_PRIMITIVES
 #define __M2V_METAL_PERFORMANCE_PRIMITIVES
 #include <metal_simdgroup_matrix>
@@ -69,8 +73,9 @@ struct desc {
 // beside a half or bfloat one is rounded to that type, so that both are 16-bit and the product can take the matrix
 // units (MLX's NAX attention multiplies its float probabilities by half or bfloat values this way).
 template <class T, class Other, bool Relaxed>
-using multiply_type = conditional_t<Relaxed && same_v<T, float> && (same_v<Other, half> || same_v<Other, bfloat>),
-                                    Other, T>;
+using multiply_type = conditional_t<
+    is_int_v<T>, half,
+    conditional_t<Relaxed && same_v<T, float> && (same_v<Other, half> || same_v<Other, bfloat>), Other, T>>;
 
 // A cooperative tensor: Rows x Cols as stored, in 16 x 16 blocks (row-major block order), 8 elements per lane each.
 template <class T, int Rows, int Cols> struct coop {
@@ -144,6 +149,23 @@ template <class E, class T> METAL_FUNC void transposed_block(thread E *out, cons
   xor_permute(out, t);
 }
 
+// A tensor over memory as a cooperative tensor of Rows x Cols (as stored; the tensor's dimension 0 is the columns).
+template <class T, int Rows, int Cols, class E, class X>
+METAL_FUNC coop<T, Rows, Cols> coop_of(const thread metal::tensor<E, X, metal::tensor_inline>& t, uint lane) {
+  static_assert(X::rank() == 2, "metal2vk unsupported: matmul2d tensor operands of rank other than 2");
+  coop<T, Rows, Cols> c;
+  uint q = lane / 4;
+  int fm = int((q & 4u) | ((lane >> 1) & 3u)), fn = int(((q & 2u) | (lane & 1u)) * 4u);
+#pragma clang loop unroll(full)
+  for (int br = 0; br < Rows / 16; ++br)
+#pragma clang loop unroll(full)
+    for (int bc = 0; bc < Cols / 16; ++bc)
+#pragma clang loop unroll(full)
+      for (int i = 0; i < 8; ++i)
+        c.block(br, bc)[i] = T(t.get_or_zero(bc * 16 + fn + i % 4, br * 16 + fm + 8 * (i / 4)));
+  return c;
+}
+
 template <long D, class Scope> struct matmul2d_impl {
   static_assert(__m2v::same_v<Scope, metal::execution_simdgroup>,
                 "metal2vk unsupported: matmul2d with an execution scope other than execution_simdgroup");
@@ -200,9 +222,15 @@ template <long D, class Scope> struct matmul2d_impl {
         for (int h = 0; h < 2; ++h)
 #pragma clang loop unroll(full)
           for (int p = 0; p < 2; ++p) {
-            FC acc = d.accumulate ? frag_of<FC>(cb, h, p) : metal::make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+            // An integer result takes each 16-deep slice's float sum (exact) as an integer; a float one accumulates.
+            constexpr bool integral = is_int_v<TC>;
+            FC acc = d.accumulate && !integral ? frag_of<FC>(cb, h, p)
+                                               : metal::make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+            TC whole[2] = {d.accumulate && integral ? cb[h * 4 + p * 2] : TC(0),
+                           d.accumulate && integral ? cb[h * 4 + p * 2 + 1] : TC(0)};
 #pragma clang loop unroll(full)
             for (int bk = 0; bk < K / 16; ++bk) {
+              if constexpr (integral) acc = metal::make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
               if constexpr (d.tb) {
                 typename FB::value_type t[8];
                 transposed_block<typename FB::value_type>(t, right.block(bn, bk), lane);
@@ -215,11 +243,40 @@ template <long D, class Scope> struct matmul2d_impl {
                   metal::simdgroup_multiply_accumulate(acc, a[h][bk][kh], frag_of<FB>(right.block(bk, bn), kh, p),
                                                        acc);
               }
+              if constexpr (integral) {
+                whole[0] += TC(acc.__e[0]);
+                whole[1] += TC(acc.__e[1]);
+              }
             }
-            store_frag(cb, h, p, acc);
+            if constexpr (integral) {
+              cb[h * 4 + p * 2] = whole[0];
+              cb[h * 4 + p * 2 + 1] = whole[1];
+            } else {
+              store_frag(cb, h, p, acc);
+            }
           }
       }
     }
+  }
+
+  // A left or right input that is a tensor over memory.
+  template <class TA, class E, class X, class TC>
+  METAL_FUNC void run(const thread coop<TA, LeftRows, LeftCols>& left,
+                      const thread metal::tensor<E, X, metal::tensor_inline>& right, thread coop<TC, M, N>& dst) {
+    using TB = typename metal::tensor<E, X, metal::tensor_inline>::value_type;
+    run(left, coop_of<TB, RightRows, RightCols>(right, __m2v::simd_lane_id()), dst);
+  }
+  template <class E, class X, class TB, class TC>
+  METAL_FUNC void run(const thread metal::tensor<E, X, metal::tensor_inline>& left,
+                      const thread coop<TB, RightRows, RightCols>& right, thread coop<TC, M, N>& dst) {
+    using TA = typename metal::tensor<E, X, metal::tensor_inline>::value_type;
+    run(coop_of<TA, LeftRows, LeftCols>(left, __m2v::simd_lane_id()), right, dst);
+  }
+  template <class EA, class XA, class EB, class XB, class TC>
+  METAL_FUNC void run(const thread metal::tensor<EA, XA, metal::tensor_inline>& left,
+                      const thread metal::tensor<EB, XB, metal::tensor_inline>& right, thread coop<TC, M, N>& dst) {
+    using TB = typename metal::tensor<EB, XB, metal::tensor_inline>::value_type;
+    run(left, coop_of<TB, RightRows, RightCols>(right, __m2v::simd_lane_id()), dst);
   }
 };
 } // namespace nax

@@ -1,8 +1,8 @@
 // EXPECT-EXIT: 3
-// EXPECT-MSG: error: unsupported: Metal 4 tensor views of memory (tensor, extents, dextents)
-// EXPECT-LOC: 9:69
-// A Metal 4 tensor view of memory is named as not supported (exit 3), with nothing after it, where the kernel names
-// it (not in the library header that refuses it).
+// EXPECT-MSG: error: unsupported: Metal 4 tensors bound by the host (MTLTensor arguments)
+// EXPECT-LOC: 9:87
+// A Metal 4 tensor bound by the host (an MTLTensor argument: the default descriptor, tensor_handle) is named as not
+// supported (exit 3), with nothing after it, where the kernel names it (not in the library header that refuses it).
 #include <metal_stdlib>
 #include <metal_tensor>
 using namespace metal;
