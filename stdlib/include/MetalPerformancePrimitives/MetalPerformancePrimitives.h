@@ -272,6 +272,10 @@ template <long D, class Scope> struct matmul2d_impl {
     using TA = typename metal::tensor<E, X, metal::tensor_inline>::value_type;
     run(coop_of<TA, LeftRows, LeftCols>(left, __m2v::simd_lane_id()), right, dst);
   }
+  template <class L, class R, class E, class X>
+  METAL_FUNC void run(const thread L &, const thread R &, const thread metal::tensor<E, X, metal::tensor_inline> &) {
+    static_assert(sizeof(X) == 0, "metal2vk unsupported: matmul2d with a tensor destination");
+  }
   template <class EA, class XA, class EB, class XB, class TC>
   METAL_FUNC void run(const thread metal::tensor<EA, XA, metal::tensor_inline>& left,
                       const thread metal::tensor<EB, XB, metal::tensor_inline>& right, thread coop<TC, M, N>& dst) {
