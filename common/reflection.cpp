@@ -68,6 +68,8 @@ std::string toJson(const KernelReflection& r, int indent) {
   j["threadgroup_shape_spec_ids"] = {kThreadgroupShapeSpecBase, kThreadgroupShapeSpecBase + 1,
                                      kThreadgroupShapeSpecBase + 2};
   j["required_subgroup_size"] = r.requiredSubgroupSize;
+  if (r.emulatedSimdgroups) j["emulated_simdgroups_spec_id"] = kEmulateSimdgroupsSpecId;
+  if (!r.simdgroupEmulationRefused.empty()) j["simdgroup_emulation_refused"] = r.simdgroupEmulationRefused;
   if (r.cooperativeMatrixMultiplies) j["cooperative_matrix_multiplies"] = r.cooperativeMatrixMultiplies;
   if (!r.cooperativeMatrixShapes.empty()) j["cooperative_matrix_shapes"] = r.cooperativeMatrixShapes;
   j["capabilities"] = r.capabilities;
@@ -136,6 +138,8 @@ std::optional<KernelReflection> reflectionFromJson(const std::string& text, std:
     for (const json& d : tg.value("dynamic", json::array()))
       r.dynamicThreadgroupMemory.push_back({u32(d.at("index"), "index"), u32(d.at("spec_id"), "spec_id")});
     r.requiredSubgroupSize = u32(j, "required_subgroup_size", 0);
+    r.emulatedSimdgroups = j.contains("emulated_simdgroups_spec_id");
+    r.simdgroupEmulationRefused = j.value("simdgroup_emulation_refused", std::string());
     r.cooperativeMatrixMultiplies = u32(j, "cooperative_matrix_multiplies", 0);
     r.cooperativeMatrixShapes = j.value("cooperative_matrix_shapes", std::vector<std::string>{});
     r.capabilities = j.value("capabilities", std::vector<std::string>{});

@@ -47,15 +47,6 @@ const llvm::LoadInst* flagLoadBehind(const llvm::Value* v, const llvm::Loop& loo
   return nullptr;
 }
 
-// "file:line" of the kernel's own code that led to `i`: the outermost location of its inlining chain (the load itself
-// is usually in metal_stdlib's atomic functions).
-std::string kernelLocation(const llvm::Instruction& i) {
-  const llvm::DILocation* at = i.getDebugLoc().get();
-  if (!at) return "?";
-  while (at->getInlinedAt()) at = at->getInlinedAt();
-  return llvm::sys::path::filename(at->getFilename()).str() + ":" + std::to_string(at->getLine());
-}
-
 }  // namespace
 
 llvm::PreservedAnalyses FindSpinWaitsPass::run(llvm::Function& f, llvm::FunctionAnalysisManager& am) {

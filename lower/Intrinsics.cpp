@@ -1,10 +1,12 @@
 #include "Intrinsics.h"
 
 #include <llvm/Demangle/Demangle.h>
+#include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Transforms/Utils/Local.h>
 
 #include <cstdlib>
@@ -64,6 +66,13 @@ void replaceStoredValue(llvm::StoreInst* st, llvm::Value* value) {
   copyAccessMetadata(*b.CreateAlignedStore(value, st->getPointerOperand(), st->getAlign()), *st);
   st->eraseFromParent();
   llvm::RecursivelyDeleteTriviallyDeadInstructions(old);
+}
+
+std::string kernelLocation(const llvm::Instruction& i) {
+  const llvm::DILocation* at = i.getDebugLoc().get();
+  if (!at) return "?";
+  while (at->getInlinedAt()) at = at->getInlinedAt();
+  return llvm::sys::path::filename(at->getFilename()).str() + ":" + std::to_string(at->getLine());
 }
 
 bool isCrossLaneIntrinsic(llvm::StringRef name) {

@@ -46,6 +46,10 @@ void copyAccessMetadata(llvm::Instruction& to, const llvm::Instruction& from);
 // what computed the old stored value where nothing else uses it.
 void replaceStoredValue(llvm::StoreInst* st, llvm::Value* value);
 
+// "file.metal:LINE" of the kernel's own code that leads to `i` (the outermost call site when `i` was inlined from a
+// header or helper); "?" without a location.
+std::string kernelLocation(const llvm::Instruction& i);
+
 // Whether a lowering or emission rule is on: the environment variable `variable` set to 0 turns it off, to measure
 // what the rule does. Callers read it once (a function-local static).
 bool ruleEnabled(const char* variable);
@@ -70,6 +74,10 @@ inline constexpr const char* kThreadgroupShape = "m2v.threadgroup_shape";  // <3
 inline constexpr const char* kSpecPrefix = "m2v.spec.";                                 // T (i32 spec id), one per type
 inline constexpr const char* kBuiltinPrefix = "m2v.builtin.";  // workgroup_id, local_invocation_id, ...
 inline constexpr const char* kNever = "m2v.never";                                       // i1 (): false
+// A simdgroup or quadgroup function of a kernel's emulated body (lower/EmulateSimdgroups.cpp): the name continues
+// with the metal_stdlib intrinsic's name and a '.' ("m2v.emulated.simd_reduce_add.<callee>"); the operands are the
+// intrinsic's, then an i1 saying whether this thread takes part (Metal's active lanes).
+inline constexpr const char* kEmulatedSimdPrefix = "m2v.emulated.";
 // i32 (float), or vectors of them (name suffix .f32/.v2f32/.v4f32): the word whose high half is the float rounded to
 // bfloat as a narrowing rounds it (lower/BFloatWords.cpp)
 inline constexpr const char* kBfloatRoundedWord = "m2v.bfloat.rounded_word";

@@ -81,6 +81,15 @@ struct AbortChecksPass : llvm::PassInfoMixin<AbortChecksPass> {
 
 // Gives `__m2v::` intrinsic declarations the attributes the optimizer must respect (convergent cross-lane
 // operations, side-effect-free math), and makes every other function inlinable.
+// Gives a kernel that uses simdgroup functions a second body with 32-lane simdgroups emulated over any subgroup
+// size, chosen by specialization constant kEmulateSimdgroupsSpecId (KernelReflection::emulatedSimdgroups), or says
+// why it cannot (simdgroupEmulationRefused). Runs on a function whose exits are unified and switches lowered.
+struct EmulateSimdgroupsPass : llvm::PassInfoMixin<EmulateSimdgroupsPass> {
+  explicit EmulateSimdgroupsPass(KernelReflection& r) : reflection(r) {}
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager&);
+  KernelReflection& reflection;
+};
+
 struct IntrinsicAttributesPass : llvm::PassInfoMixin<IntrinsicAttributesPass> {
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& am);
 };

@@ -141,6 +141,7 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     return it != options.end() && !it->second->addOccurrence(0, "sink-common-insts", "false");
   }();
   (void)noSinking;
+  static const bool emulatedSimdgroups = ruleEnabled("M2V_EMULATED_SIMDGROUPS");
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
 
   // The cooperative path is chosen after optimization, which shows where operands come from (half loads).
@@ -200,6 +201,17 @@ bool lowerEntry(llvm::Module& m, const frontend::EntryFacts& entry,
     fpm.addPass(BFloatWordsPass());
     fpm.addPass(llvm::SimplifyCFGPass());
     fpm.addPass(ReplaceUnreachablePass());
+    // Devices without 32-wide subgroups run the emulated body (the cooperative build needs 32-wide ones anyway).
+    // Before the abort checks: their early exits from loops would make every branch look as if its paths met only
+    // at the kernel's end.
+    if (path == MatrixPath::Shuffle && emulatedSimdgroups) {
+      fpm.addPass(llvm::UnifyFunctionExitNodesPass());
+      fpm.addPass(llvm::LowerSwitchPass());
+      // one exit block per loop: a loop inside a linearized region is entered and left as one node
+      fpm.addPass(llvm::FixIrreduciblePass());
+      fpm.addPass(llvm::UnifyLoopExitsPass());
+      fpm.addPass(EmulateSimdgroupsPass(reflection));
+    }
     fpm.addPass(FindSpinWaitsPass(reflection));  // before the abort checks add loads of their own
     if (abortChecks) fpm.addPass(AbortChecksPass(reflection));
     fpm.addPass(ExitInfiniteLoopsPass());

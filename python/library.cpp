@@ -143,6 +143,9 @@ void bindLibrary(py::module_& m) {
       .def_property_readonly("reflection", [](const PyLibKernel& k) { return reflectionDict(k.reflection()); })
       .def_property_readonly("spirv", [](const PyLibKernel& k) { return spirvBytes(k.module.spirv); })
       .def_property_readonly(
+          "emulates_simdgroups", [](PyLibKernel& k) { return k.onDevice().emulatesSimdgroups(); },
+          "Whether the kernel runs emulated 32-lane simdgroups on the current device (docs/ABI.md, Subgroups).")
+      .def_property_readonly(
           "cooperative_spirv",
           [](const PyLibKernel& k) -> py::object {
             if (!k.module.cooperative) return py::none();

@@ -136,6 +136,9 @@ struct KernelObject {
   // Specialization data is fitted to it, so a module that declares e.g. a bool function constant as an 8-bit
   // integer still gets entries of the size Vulkan requires; ids the module does not declare are not passed.
   std::unordered_map<uint32_t, uint32_t> specConstantBytes;
+  // Runs the module's emulated simdgroups (KernelReflection::emulatedSimdgroups): no subgroup size required.
+  bool emulatesSimdgroups = false;
+  uint32_t requiredSubgroupSize() const { return emulatesSimdgroups ? 0 : reflection.requiredSubgroupSize; }
   // Set on a cooperative-matrix build: the portable build, which dispatches with partial threadgroups run.
   std::shared_ptr<KernelObject> portable;
 

@@ -16,6 +16,19 @@ namespace m2v {
 
 namespace {
 
+// M2V_SIMDGROUPS: auto (native 32-wide subgroups where the device has them, emulated otherwise), native (never
+// emulate) or emulated (emulate wherever the module can, e.g. to measure the emulation on a 32-wide GPU).
+std::string simdgroupMode() {
+  static const std::string mode = [] {
+    const char* env = std::getenv("M2V_SIMDGROUPS");
+    std::string m = env && *env ? env : "auto";
+    if (m != "auto" && m != "native" && m != "emulated")
+      throw UsageError("M2V_SIMDGROUPS must be auto, native or emulated (got '" + m + "')");
+    return m;
+  }();
+  return mode;
+}
+
 std::array<uint64_t, 2> hashWords(std::span<const uint32_t> words, uint32_t salt) {
   // FNV-1a over the bytes and a multiply-xorshift mix over the words: two independent hashes, so an in-memory
   // cache collision would need both to collide.
@@ -154,23 +167,34 @@ Kernel Device::createKernel(std::span<const uint32_t> spirv, const KernelReflect
   const DeviceInfo& info = state_->info;
   const std::string name = "kernel '" + reflection.entry + "'";
   if (spirv.size() < 5 || spirv[0] != 0x07230203u) throw UsageError(name + ": not a SPIR-V module");
-  if (reflection.requiredSubgroupSize) {
-    uint32_t want = reflection.requiredSubgroupSize;
-    if (!std::has_single_bit(want)) throw UsageError(name + ": required_subgroup_size must be a power of two");
-    if (!info.requiredSubgroupSizeInCompute || want < info.minSubgroupSize || want > info.maxSubgroupSize)
-      throw UnsupportedError(name + " uses simdgroup functions and needs " + std::to_string(want) +
-                             "-wide subgroups, but " + info.name + " provides " +
-                             std::to_string(info.minSubgroupSize) + ".." + std::to_string(info.maxSubgroupSize) +
-                             (info.requiredSubgroupSizeInCompute ? "" : " without subgroup size control in compute") +
-                             "; refusing to run it rather than compute a wrong answer");
-  }
+  // Simdgroup functions: native 32-wide subgroups where the device runs them, else the module's emulated body.
+  bool emulate = false;
   if (uint32_t want = reflection.requiredSubgroupSize) {
-    uint32_t lanes = measureSubgroupWidth(want);
-    if (lanes != want)
+    if (!std::has_single_bit(want)) throw UsageError(name + ": required_subgroup_size must be a power of two");
+    const std::string mode = simdgroupMode();
+    std::string nativeMissing;
+    if (!info.requiredSubgroupSizeInCompute || want < info.minSubgroupSize || want > info.maxSubgroupSize)
+      nativeMissing = info.name + " provides " + std::to_string(info.minSubgroupSize) + ".." +
+                      std::to_string(info.maxSubgroupSize) +
+                      (info.requiredSubgroupSizeInCompute ? "" : " without subgroup size control in compute");
+    else if (mode != "emulated")
+      if (uint32_t lanes = measureSubgroupWidth(want); lanes != want)
+        nativeMissing = info.name + " accepts required subgroup size " + std::to_string(want) +
+                        " but a probe kernel ran with " + std::to_string(lanes) + " lanes per subgroup (driver bug)";
+    emulate = mode == "emulated" || (mode == "auto" && !nativeMissing.empty());
+    if (emulate && !reflection.emulatedSimdgroups)
+      throw UnsupportedError(name + " uses simdgroup functions, which " +
+                             (nativeMissing.empty() ? std::string("M2V_SIMDGROUPS=emulated asks to emulate")
+                                                    : "need " + std::to_string(want) + "-wide subgroups (" +
+                                                          nativeMissing + ") or emulation") +
+                             ", and they cannot be emulated: " +
+                             (reflection.simdgroupEmulationRefused.empty() ? "the module has no emulated body"
+                                                                           : reflection.simdgroupEmulationRefused) +
+                             "; refusing to run it rather than compute a wrong answer");
+    if (!emulate && !nativeMissing.empty())
       throw UnsupportedError(name + " uses simdgroup functions and needs " + std::to_string(want) +
-                             "-wide subgroups; " + info.name + " accepts required subgroup size " +
-                             std::to_string(want) + " but a probe kernel ran with " + std::to_string(lanes) +
-                             " lanes per subgroup (driver bug); refusing to run it rather than compute a wrong answer");
+                             "-wide subgroups, but " + nativeMissing +
+                             " (M2V_SIMDGROUPS=native); refusing to run it rather than compute a wrong answer");
   }
   for (const std::string& cap : reflection.capabilities)
     if (!capabilitySupported(info, cap))
@@ -179,7 +203,7 @@ Kernel Device::createKernel(std::span<const uint32_t> spirv, const KernelReflect
   if (push < 16 || push % 4 || push > kPushConstantLimit || push > info.maxPushConstantsSize)
     throw UsageError(name + ": push constant size " + std::to_string(push) + " is outside 16..128 or not 4-aligned");
 
-  return createKernelUnchecked(spirv, reflection);
+  return createKernelUnchecked(spirv, reflection, emulate);
 }
 
 Kernel Device::createCooperativeKernel(std::span<const uint32_t> spirv, const KernelReflection& reflection,
@@ -229,13 +253,15 @@ uint32_t Device::measureSubgroupWidth(uint32_t requested) {
   return lanes;
 }
 
-Kernel Device::createKernelUnchecked(std::span<const uint32_t> spirv, const KernelReflection& reflection) {
+Kernel Device::createKernelUnchecked(std::span<const uint32_t> spirv, const KernelReflection& reflection,
+                                     bool emulateSimdgroups) {
   const std::string name = "kernel '" + reflection.entry + "'";
   const uint32_t push = reflection.pushConstantSize;
   auto object = std::make_shared<KernelObject>();
   object->device = state_;
   object->reflection = reflection;
-  uint32_t salt = push | reflection.requiredSubgroupSize << 8 | uint32_t(reflection.argumentBuffer) << 16;
+  object->emulatesSimdgroups = emulateSimdgroups;
+  uint32_t salt = push | object->requiredSubgroupSize() << 8 | uint32_t(reflection.argumentBuffer) << 16;
   object->moduleHash = hashWords(spirv, salt);
   object->specConstantBytes = scanSpecConstants(spirv);
   for (const PushArg& a : reflection.args) {
@@ -283,6 +309,11 @@ bool KernelObject::canRelayout(const Size3& tg) const {
 const KernelReflection& Kernel::reflection() const {
   if (!object_) throw UsageError("empty Kernel");
   return object_->reflection;
+}
+
+bool Kernel::emulatesSimdgroups() const {
+  if (!object_) throw UsageError("empty Kernel");
+  return object_->emulatesSimdgroups;
 }
 
 bool Kernel::mayWriteBuffer(uint32_t index) const {
@@ -362,6 +393,8 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
   }
   const uint32_t nominalSize[3] = {nominal.x, nominal.y, nominal.z};
   for (uint32_t i = 0; i < 3; ++i) add(kNominalThreadgroupSpecBase + i, &nominalSize[i], 4);
+  const uint32_t emulate = emulatesSimdgroups;
+  add(kEmulateSimdgroupsSpecId, &emulate, 4);
 
   for (const FunctionConstant& fc : reflection.functionConstants) {
     auto it = std::find_if(constants.begin(), constants.end(), [&](const auto& c) { return c.first == fc.index; });
@@ -381,12 +414,15 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
     if (it != threadgroupLengths.end()) add(d.specId, &length, 4);  // unset: keep the module's default
     else key += "u";
   }
+  // Emulated simdgroups exchange words through 4 words per thread (the threadgroup rounded up to whole simdgroups),
+  // and a loop's vote counts in one more word.
+  if (emulatesSimdgroups) sharedBytes += 4 * 4 * ((uint64_t(tg.x) * tg.y * tg.z + 31) / 32 * 32) + 4;
   if (sharedBytes > info.maxSharedMemoryBytes)
     throw UsageError(name + " needs " + std::to_string(sharedBytes) + " bytes of threadgroup memory; the device allows " +
                      std::to_string(info.maxSharedMemoryBytes));
-  if (reflection.requiredSubgroupSize && info.maxComputeWorkgroupSubgroups &&
-      uint64_t(tg.x) * tg.y * tg.z > uint64_t(info.maxComputeWorkgroupSubgroups) * reflection.requiredSubgroupSize)
-    throw UsageError(name + ": threadgroup too large for " + std::to_string(reflection.requiredSubgroupSize) +
+  if (requiredSubgroupSize() && info.maxComputeWorkgroupSubgroups &&
+      uint64_t(tg.x) * tg.y * tg.z > uint64_t(info.maxComputeWorkgroupSubgroups) * requiredSubgroupSize())
+    throw UsageError(name + ": threadgroup too large for " + std::to_string(requiredSubgroupSize()) +
                      "-wide subgroups (at most " + std::to_string(info.maxComputeWorkgroupSubgroups) + " subgroups)");
   key.append(reinterpret_cast<const char*>(data.data()), data.size());
   for (const auto& e : entries) key.append(reinterpret_cast<const char*>(&e.constantID), 4);
@@ -406,11 +442,11 @@ VkPipeline KernelObject::pipelineFor(const Size3& tg, const Size3& nominal, cons
   VkSpecializationInfo specialization{uint32_t(entries.size()), entries.data(), data.size(), data.data()};
   VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroupSize{
       VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
-  subgroupSize.requiredSubgroupSize = reflection.requiredSubgroupSize;
+  subgroupSize.requiredSubgroupSize = requiredSubgroupSize();
   VkComputePipelineCreateInfo pipelineInfo{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   pipelineInfo.flags = VK_PIPELINE_CREATE_DISPATCH_BASE_BIT;  // edge regions start at a workgroup offset
   pipelineInfo.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  pipelineInfo.stage.pNext = reflection.requiredSubgroupSize ? &subgroupSize : nullptr;
+  pipelineInfo.stage.pNext = requiredSubgroupSize() ? &subgroupSize : nullptr;
   pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   pipelineInfo.stage.module = module.get();
   pipelineInfo.stage.pName = reflection.spirvEntry.c_str();

@@ -9,52 +9,6 @@ namespace m2v::spirv {
 
 using spv::Op;
 
-namespace GLSL {
-enum : uint32_t {
-  RoundEven = 2,
-  Trunc = 3,
-  FAbs = 4,
-  SAbs = 5,
-  FSign = 6,
-  Floor = 8,
-  Ceil = 9,
-  Fract = 10,
-  Sin = 13,
-  Cos = 14,
-  Tan = 15,
-  Asin = 16,
-  Acos = 17,
-  Atan = 18,
-  Sinh = 19,
-  Cosh = 20,
-  Tanh = 21,
-  Asinh = 22,
-  Acosh = 23,
-  Atanh = 24,
-  Atan2 = 25,
-  Pow = 26,
-  Exp = 27,
-  Log = 28,
-  Exp2 = 29,
-  Log2 = 30,
-  Sqrt = 31,
-  InverseSqrt = 32,
-  FMin = 37,
-  UMin = 38,
-  SMin = 39,
-  FMax = 40,
-  UMax = 41,
-  SMax = 42,
-  Fma = 50,
-  FrexpStruct = 52,
-  Ldexp = 53,
-  FindILsb = 73,
-  FindUMsb = 75,
-  NMin = 79,
-  NMax = 80,
-};
-}
-
 void Emitter::useSubgroups(spv::Capability c) {
   usesSubgroups_ = true;
   b_.capability(spv::Capability::GroupNonUniform);
@@ -530,6 +484,9 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
     uint32_t flags = 3;
     if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(call.getArgOperand(0)))
       flags = static_cast<uint32_t>(c->getZExtValue());
+    // mem_none on a threadgroup barrier still orders threadgroup memory: Apple's GPUs do, and kernels rely on it
+    // (MLX's gemv publishes partial sums across a mem_none barrier).
+    if (tg && flags == 0) flags = 2;
     uint32_t sem = 0;
     if (flags & 2) sem |= static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory);
     if (flags & 1) sem |= static_cast<uint32_t>(spv::MemorySemanticsMask::UniformMemory);
@@ -596,9 +553,29 @@ Id Emitter::emitStdlibIntrinsic(const llvm::CallInst& call, const std::string& n
       useSubgroups(spv::Capability::GroupNonUniformArithmetic);
       return done(b_.op(o, typeOf(t), {subgroup, static_cast<uint32_t>(spv::GroupOperation::Reduce), arg(0)}));
     }
-    useSubgroups(spv::Capability::GroupNonUniformClustered);
-    return done(b_.op(o, typeOf(t),
-                      {subgroup, static_cast<uint32_t>(spv::GroupOperation::ClusteredReduce), arg(0), constU32(4)}));
+    // Within a quad: two butterfly steps (not a clustered reduce: lavapipe, for one, lacks that capability, and
+    // the module's native body must be valid where its emulated one runs).
+    Op scalar = [&] {
+      std::string kind = op.substr(7);
+      if (kind == "add") return isFloat ? Op::OpFAdd : Op::OpIAdd;
+      if (kind == "mul") return isFloat ? Op::OpFMul : Op::OpIMul;
+      if (kind == "and") return isBool ? Op::OpLogicalAnd : Op::OpBitwiseAnd;
+      if (kind == "or") return isBool ? Op::OpLogicalOr : Op::OpBitwiseOr;
+      if (kind == "xor") return isBool ? Op::OpLogicalNotEqual : Op::OpBitwiseXor;
+      return Op::OpNop;
+    }();
+    useSubgroups(spv::Capability::GroupNonUniformShuffle);
+    Id r = arg(0);
+    for (uint32_t d : {1u, 2u}) {
+      Id other = b_.op(Op::OpGroupNonUniformShuffleXor, typeOf(t), {subgroup, r, constU32(d)});
+      if (scalar != Op::OpNop) {
+        r = b_.op(scalar, typeOf(t), {r, other});
+        continue;
+      }
+      std::string kind = op.substr(7);
+      r = glsl(typeOf(t), GLSL::minMax(kind), {r, other});
+    }
+    return done(r);
   }
   if (op.rfind("scan_", 0) == 0) {
     bool inclusive = op.rfind("scan_incl_", 0) == 0;
@@ -727,6 +704,11 @@ Id Emitter::emitPseudoIntrinsic(const llvm::CallInst& call, llvm::StringRef name
     return static_cast<uint32_t>(llvm::cast<llvm::ConstantInt>(call.getArgOperand(k))->getZExtValue());
   };
   if (name.starts_with("m2v.sgm.") || name.starts_with("m2v.coopmat.")) return emitMatrixIntrinsic(call, name);
+  if (name.starts_with(lower::pseudo::kEmulatedSimdPrefix)) {
+    llvm::StringRef op = name.drop_front(std::strlen(lower::pseudo::kEmulatedSimdPrefix));
+    Id r = emitEmulatedSimd(call, op.take_until([](char c) { return c == '.'; }).str());
+    return t->isVoidTy() ? 0 : done(r);
+  }
   if (name == lower::pseudo::kPushGrid) return done(pushConstant(kPushGridOffset, typeOf(t)));
   if (name == lower::pseudo::kPushI64) return done(pushConstant(constArg(0), u64()));
   if (name == lower::pseudo::kWorkgroupSize) return done(workgroupSize_);

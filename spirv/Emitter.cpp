@@ -1448,7 +1448,8 @@ std::vector<uint32_t> Emitter::run() {
     }
     // Workgroup size: specialization constants set when the pipeline is created.
     std::vector<Id> wgs;
-    for (uint32_t k = 0; k < 3; ++k) wgs.push_back(b_.specConstant(u32(), 1, kWorkgroupSizeSpecBase + k));
+    for (uint32_t k = 0; k < 3; ++k)
+      wgs.push_back(workgroupSizeParts_[k] = b_.specConstant(u32(), 1, kWorkgroupSizeSpecBase + k));
     workgroupSize_ = b_.specConstantComposite(b_.typeVector(u32(), 3), wgs);
     std::vector<Id> nominal;
     for (uint32_t k = 0; k < 3; ++k) nominal.push_back(b_.specConstant(u32(), 1, kNominalThreadgroupSpecBase + k));

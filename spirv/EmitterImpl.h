@@ -11,13 +11,84 @@
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
 
+#include <array>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "Builder.h"
 #include "Emitter.h"
 
 namespace m2v::spirv {
+
+// GLSL.std.450 instruction numbers the emitter uses.
+namespace GLSL {
+enum : uint32_t {
+  RoundEven = 2,
+  Trunc = 3,
+  FAbs = 4,
+  SAbs = 5,
+  FSign = 6,
+  Floor = 8,
+  Ceil = 9,
+  Fract = 10,
+  Sin = 13,
+  Cos = 14,
+  Tan = 15,
+  Asin = 16,
+  Acos = 17,
+  Atan = 18,
+  Sinh = 19,
+  Cosh = 20,
+  Tanh = 21,
+  Asinh = 22,
+  Acosh = 23,
+  Atanh = 24,
+  Atan2 = 25,
+  Pow = 26,
+  Exp = 27,
+  Log = 28,
+  Exp2 = 29,
+  Log2 = 30,
+  Sqrt = 31,
+  InverseSqrt = 32,
+  FMin = 37,
+  UMin = 38,
+  SMin = 39,
+  FMax = 40,
+  UMax = 41,
+  SMax = 42,
+  Fma = 50,
+  FrexpStruct = 52,
+  Ldexp = 53,
+  FindILsb = 73,
+  FindUMsb = 75,
+  NMin = 79,
+  NMax = 80,
+};
+// The instruction of a min/max reduction kind ("fmin", "fmax", "smin", "smax", "umin", else "umax").
+inline uint32_t minMax(const std::string& kind) {
+  return kind == "fmin"   ? NMin
+         : kind == "fmax" ? NMax
+         : kind == "smin" ? SMin
+         : kind == "smax" ? SMax
+         : kind == "umin" ? UMin
+                          : UMax;
+}
+}  // namespace GLSL
+
+// What the emulated simdgroup functions' exchange array holds within the block being emitted (every thread of the
+// workgroup runs the same sequence of them, so the slots hold the same words for all): the word in each slot (an
+// LLVM value, its component, its word, whether it is a 0/1 predicate word), and whether a slot was read since the
+// last barrier (it may be overwritten only after another one).
+struct SimdExchangeState {
+  static constexpr uint32_t kSlots = 4;
+  using Key = std::tuple<const llvm::Value*, unsigned, unsigned, bool>;
+  const llvm::BasicBlock* block = nullptr;
+  std::array<Key, kSlots> held{};
+  std::array<bool, kSlots> readSinceBarrier{true, true, true, true};  // unknown on entering a block
+  uint32_t next = 0;
+};
 
 // Thrown to abandon a module after a diagnostic was reported.
 struct EmitError {};
@@ -115,6 +186,8 @@ class Emitter {
   Id pushConstant(uint32_t offset, Id type);
   Id laneId();
   Id subgroupSize();
+  Id emitEmulatedSimd(const llvm::CallInst& call, const std::string& name);  // EmitSimdEmulation.cpp
+  Id simdExchange();
   void useSubgroups(spv::Capability c);
 
   // state
@@ -143,6 +216,10 @@ class Emitter {
   Id pushBlock_ = 0;
   std::map<uint32_t, uint32_t> pushMembers_;  // offset -> member index
   Id workgroupSize_ = 0;
+  Id workgroupSizeParts_[3] = {0, 0, 0};  // the x, y, z specialization constants
+  Id simdExchange_ = 0;                   // the workgroup array emulated simdgroup functions exchange words through
+  Id simdExchangeStride_ = 0;             // words per slot: the threadgroup rounded up to whole simdgroups
+  SimdExchangeState simdExchangeState_;
   Id nominalSize_ = 0;
   Id threadgroupShape_ = 0;
   bool usesSubgroups_ = false;

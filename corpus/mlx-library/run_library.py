@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs MLX's kernel library as MLX launches it, on the default Vulkan device, against numpy references.
 
-    run_library.py [--mlx ROOT] [--filter SUBSTR]... [--family NAME]... [--exclude-family NAME]... [--seed S]
+    run_library.py [--mlx ROOT] [--filter SUBSTR]... [--exclude SUBSTR]... [--family NAME]... [--exclude-family NAME]...
+                   [--seed S]
                    [--report PREFIX] [--floor FILE] [-j N] [--matrix-path MODE]... [--warm-jobs N]
                    [--processes N] [--shard K/N] [--list]
 
@@ -131,6 +132,8 @@ def main():
     ap.add_argument("--mlx", default=os.environ.get("M2V_MLX_ROOT") or os.path.join(
         os.path.dirname(os.path.dirname(HERE)), "..", "shared", "third_party", "mlx"))
     ap.add_argument("--filter", action="append", default=[], help="run cases whose name contains SUBSTR")
+    ap.add_argument("--exclude", action="append", default=[], metavar="SUBSTR",
+                    help="leave out the cases whose name contains SUBSTR")
     ap.add_argument("--family", action="append", default=[])
     ap.add_argument("--exclude-family", action="append", default=[], metavar="NAME",
                     help="leave out the cases of family NAME (the lavapipe ctest leaves out the NAX families: "
@@ -156,6 +159,8 @@ def main():
     cases = load_cases()
     if args.filter:
         cases = [c for c in cases if any(f in c.name for f in args.filter)]
+    if args.exclude:
+        cases = [c for c in cases if not any(f in c.name for f in args.exclude)]
     if args.family:
         cases = [c for c in cases if c.family in args.family]
     if args.exclude_family:
@@ -246,7 +251,7 @@ def run_in_processes(args, cases, paths, seed, device):
     tmp = tempfile.mkdtemp(prefix="run_library.")
     command = [sys.executable, os.path.abspath(__file__), "--mlx", args.mlx, "--seed", str(seed),
                "-j", str(max(1, (args.jobs or os.cpu_count() or 1) // n))]
-    for flag, values in (("--filter", args.filter), ("--family", args.family),
+    for flag, values in (("--filter", args.filter), ("--exclude", args.exclude), ("--family", args.family),
                          ("--exclude-family", args.exclude_family), ("--matrix-path", args.matrix_path),
                          ("--budget-scale", args.budget_scale)):
         for v in values:

@@ -16,6 +16,8 @@ inline constexpr uint32_t kNominalThreadgroupSpecBase = 131075;  // the threadgr
 // size (a shape past the device's per-axis limits, e.g. z > 64); 0: the workgroup has Metal's shape.
 inline constexpr uint32_t kThreadgroupShapeSpecBase = 131078;
 inline constexpr uint32_t kThreadgroupLengthSpecBase = 131088;
+// true: the kernel runs its body with 32-lane simdgroups emulated over any subgroup size (docs/ABI.md, "Subgroups").
+inline constexpr uint32_t kEmulateSimdgroupsSpecId = 131120;
 inline constexpr uint32_t kPushConstantLimit = 128;
 inline constexpr uint32_t kPushGridOffset = 0;
 inline constexpr uint32_t kPushArgsOffset = 16;
@@ -77,6 +79,11 @@ struct KernelReflection {
   uint32_t staticThreadgroupBytes = 0;
   std::vector<DynamicThreadgroupMemory> dynamicThreadgroupMemory;
   uint32_t requiredSubgroupSize = 0;
+  // The module also has a body with Metal's 32-lane simdgroups emulated over any subgroup size, chosen by
+  // specialization constant kEmulateSimdgroupsSpecId = true (then no subgroup size is required).
+  bool emulatedSimdgroups = false;
+  // Why a kernel that uses simdgroup functions has no emulated body ("file.metal:LINE: ..."); empty otherwise.
+  std::string simdgroupEmulationRefused;
   // simdgroup_matrix multiplies this module runs on cooperative matrices (16x8x8 f16 -> f32); 0: none, all on
   // subgroup shuffles.
   uint32_t cooperativeMatrixMultiplies = 0;

@@ -207,7 +207,8 @@ class Device {
   const std::shared_ptr<DeviceState>& state() const { return state_; }
 
  private:
-  Kernel createKernelUnchecked(std::span<const uint32_t> spirv, const KernelReflection& reflection);
+  Kernel createKernelUnchecked(std::span<const uint32_t> spirv, const KernelReflection& reflection,
+                               bool emulateSimdgroups = false);
   uint32_t measureSubgroupWidth(uint32_t requested);
 
   std::shared_ptr<DeviceState> state_;
@@ -254,6 +255,9 @@ class Kernel {
   Kernel() = default;
   explicit Kernel(std::shared_ptr<KernelObject> object) : object_(std::move(object)) {}
   const KernelReflection& reflection() const;
+  // Whether the kernel runs its emulated simdgroups (32 lanes over the device's subgroups) rather than native
+  // 32-wide subgroups: chosen at creation, where the device has no 32-wide subgroups or M2V_SIMDGROUPS=emulated.
+  bool emulatesSimdgroups() const;
   // Whether a dispatch may write the buffer bound at [[buffer(index)]]: a parameter the module addresses that is
   // not `const` or `constant` (one the kernel does not take is not written).
   bool mayWriteBuffer(uint32_t index) const;

@@ -322,8 +322,10 @@ class RawHost {
     VkPipelineLayout layout = VK_NULL_HANDLE;
   };
   // Workgroup size and nominal threadgroup size `tg` (one region: the grid is a whole number of threadgroups).
+  // `emulateSimdgroups`: the module's emulated simdgroups (docs/ABI.md, "Subgroups"), as the Stream's kernel runs
+  // them on this device; then no subgroup size is required.
   Pipeline pipeline(Cleanup& owner, const std::vector<uint32_t>& words, const KernelReflection& r, const Size3& tg,
-                    bool dispatchBase) {
+                    bool dispatchBase, bool emulateSimdgroups = false) {
     Pipeline p;
     VkDevice dev = device_;
     VkShaderModuleCreateInfo smci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
@@ -339,17 +341,18 @@ class RawHost {
     vkOk(vkCreatePipelineLayout(device_, &plci, nullptr, &p.layout), "vkCreatePipelineLayout");
     VkPipelineLayout layout = p.layout;
     owner.add([dev, layout] { vkDestroyPipelineLayout(dev, layout, nullptr); });
-    const uint32_t sizes[6] = {tg.x, tg.y, tg.z, tg.x, tg.y, tg.z};
-    VkSpecializationMapEntry entries[6];
+    const uint32_t values[7] = {tg.x, tg.y, tg.z, tg.x, tg.y, tg.z, 1};
+    VkSpecializationMapEntry entries[7];
     for (uint32_t i = 0; i < 6; ++i) entries[i] = {kWorkgroupSizeSpecBase + i, 4 * i, 4};  // 131072..131077
-    VkSpecializationInfo spec{6, entries, sizeof sizes, sizes};
+    entries[6] = {kEmulateSimdgroupsSpecId, 24, 4};
+    VkSpecializationInfo spec{emulateSimdgroups ? 7u : 6u, entries, sizeof values, values};
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup{
         VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
-    subgroup.requiredSubgroupSize = r.requiredSubgroupSize;
+    subgroup.requiredSubgroupSize = emulateSimdgroups ? 0 : r.requiredSubgroupSize;
     VkComputePipelineCreateInfo cpci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     cpci.flags = dispatchBase ? VK_PIPELINE_CREATE_DISPATCH_BASE_BIT : 0;
     cpci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                  r.requiredSubgroupSize ? &subgroup : nullptr,
+                  subgroup.requiredSubgroupSize ? &subgroup : nullptr,
                   0,
                   VK_SHADER_STAGE_COMPUTE_BIT,
                   module,
@@ -553,7 +556,8 @@ Size3 gridOf(const corpus::Case& c) {
 }
 
 PathResult runRaw(RawHost& raw, const corpus::CompiledEntry& module, const corpus::Case& c,
-                  const std::map<uint32_t, std::vector<uint8_t>>& inputs, const Options& o, BytesMemory bytesMemory) {
+                  const std::map<uint32_t, std::vector<uint8_t>>& inputs, const Options& o, BytesMemory bytesMemory,
+                  bool emulateSimdgroups) {
   Cleanup owner;
   const KernelReflection& r = module.reflection;
   std::map<uint32_t, RawBuffer> buffers;
@@ -597,7 +601,7 @@ PathResult runRaw(RawHost& raw, const corpus::CompiledEntry& module, const corpu
   RawBuffer abortWord = raw.buffer(owner, 4, "staging");
   std::memset(abortWord.host, 0, 4);
   pushAbortWord(push, r, abortWord);
-  RawHost::Pipeline p = raw.pipeline(owner, module.spirv, r, c.threadgroup, o.rawDispatchBase);
+  RawHost::Pipeline p = raw.pipeline(owner, module.spirv, r, c.threadgroup, o.rawDispatchBase, emulateSimdgroups);
   raw.submit();  // uploads
   raw.wait();
   for (auto start = Clock::now(); Clock::now() - start < std::chrono::milliseconds(o.warmupMs);) {
@@ -963,7 +967,7 @@ int run(const Options& o) {
     }
     PathResult s = runStream(device, kernel, c, inputs, o);
     std::vector<PathResult> rs;
-    for (BytesMemory m : o.rawBytes) rs.push_back(runRaw(raw, module, c, inputs, o, m));
+    for (BytesMemory m : o.rawBytes) rs.push_back(runRaw(raw, module, c, inputs, o, m, kernel.emulatesSimdgroups()));
     bool same = true;
     for (const PathResult& r : rs) same = same && r.outputs == s.outputs;
     ok = ok && same;

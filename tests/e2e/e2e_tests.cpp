@@ -45,6 +45,12 @@ fs::path modulesDir() {
   return ec ? fs::path("modules") : exe.parent_path() / "modules";
 }
 
+// M2V_EXPECT_EMULATED_SIMDGROUPS=1: every simd kernel must run its emulated simdgroups.
+bool expectEmulation() {
+  const char* v = std::getenv("M2V_EXPECT_EMULATED_SIMDGROUPS");
+  return v && std::string(v) == "1";
+}
+
 bool expectRefusal() {
   const char* v = std::getenv("M2V_EXPECT_SUBGROUP_REFUSAL");
   return v && std::string(v) == "1";
@@ -232,17 +238,20 @@ constexpr double kF32 = 1e-5, kF16 = 1e-3, kBF16 = 1e-2;
 
 // Loads a simd kernel or skips the test with the device's reason. With M2V_EXPECT_SUBGROUP_REFUSAL=1 the refusal
 // is the expected result (and creating the kernel is a failure).
-#define LOAD_SIMD_OR_SKIP(var, name)                                                                        \
-  Kernel var;                                                                                               \
-  {                                                                                                         \
-    std::string refusal_ = tryLoad(name, var);                                                              \
-    if (expectRefusal()) {                                                                                  \
-      EXPECT_FALSE(refusal_.empty()) << name << " was accepted on a device with "                           \
-                                     << device().info().subgroupSize << "-wide subgroups";                 \
-      if (!refusal_.empty()) std::cout << "refused as expected: " << refusal_ << "\n";                     \
-      return;                                                                                               \
-    }                                                                                                       \
-    if (!refusal_.empty()) GTEST_SKIP() << "device refuses 32-wide simdgroups: " << refusal_;              \
+#define LOAD_SIMD_OR_SKIP(var, name)                                                                              \
+  Kernel var;                                                                                                     \
+  {                                                                                                               \
+    std::string refusal_ = tryLoad(name, var);                                                                    \
+    if (expectRefusal()) {                                                                                        \
+      EXPECT_FALSE(refusal_.empty()) << name << " was accepted on a device with " << device().info().subgroupSize \
+                                     << "-wide subgroups";                                                        \
+      if (!refusal_.empty()) std::cout << "refused as expected: " << refusal_ << "\n";                            \
+      return;                                                                                                     \
+    }                                                                                                             \
+    if (!refusal_.empty()) GTEST_SKIP() << "device refuses 32-wide simdgroups: " << refusal_;                     \
+    if (expectEmulation()) {                                                                                      \
+      ASSERT_TRUE(var.emulatesSimdgroups()) << name << " runs native subgroups";                                  \
+    }                                                                                                             \
   }
 
 }  // namespace
@@ -1332,6 +1341,100 @@ TEST_F(E2E, SimdAfterEarlyReturnInPartialGroup) {
   for (uint32_t i = n; i < grid; ++i) ASSERT_EQ(gotBits[i], 0xffffffffu) << "returned thread wrote at " << i;
 }
 
+TEST_F(E2E, SimdUnderDivergentControlFlow) {
+  LOAD_SIMD_OR_SKIP(k, "simd_divergent");
+  const uint32_t grid = 200, tg = 100, cut = 11;  // threadgroups of 100: simdgroups of 32, 32, 32 and 4
+  std::vector<float> x = randFloats(grid);
+  Buffer bx = upload(x), out = poisoned(grid * 4), any = poisoned(grid * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(out, 0, 1);
+  stream().setBuffer(any, 0, 2);
+  stream().setBytes(&cut, 4, 3);
+  stream().dispatchThreads({grid, 1, 1}, {tg, 1, 1});
+  std::vector<double> want(grid);
+  std::vector<uint32_t> wantAny(grid);
+  for (uint32_t i = 0; i < grid; ++i) {
+    // the lanes of i's simdgroup on i's side of the cut (simdgroups never cross threadgroups)
+    uint32_t lid = i % tg, begin = i - lid % 32, end = std::min({begin + 32, i - lid + tg, grid});
+    bool low = lid % 32 < cut;
+    double s = 0, m = -1e30;
+    uint32_t seen = 0;
+    for (uint32_t j = begin; j < end; ++j)
+      if (((j % tg) % 32 < cut) == low) s += x[j], m = std::max<double>(m, x[j]), seen |= x[j] > 0.5f;
+    want[i] = low ? s : m;
+    wantAny[i] = seen;
+  }
+  EXPECT_TRUE(allClose(read<float>(out, grid), want, 1e-5, 4.0));
+  EXPECT_TRUE(allEqual(read<uint32_t>(any, grid), wantAny));
+}
+
+TEST_F(E2E, SimdReductionRoundsWithBarriers) {
+  LOAD_SIMD_OR_SKIP(k, "simd_rounds");
+  const uint32_t groups = 3, tg = 160, rounds = 5, threads = groups * tg;
+  std::vector<float> x = randFloats(threads * rounds);
+  Buffer bx = upload(x), out = poisoned(groups * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(out, 0, 1);
+  stream().setBytes(&rounds, 4, 2);
+  stream().dispatchThreadgroups({groups, 1, 1}, {tg, 1, 1});
+  std::vector<double> want(groups, 0.0);
+  for (uint32_t i = 0; i < threads * rounds; ++i) want[i / (tg * rounds)] += x[i];
+  EXPECT_TRUE(allClose(read<float>(out, groups), want, 1e-5, 16.0));
+}
+
+TEST_F(E2E, SimdLoopAfterEarlyReturn) {
+  LOAD_SIMD_OR_SKIP(k, "simd_return_then_loop");
+  const uint32_t grid = 192, tg = 96, groups = grid / 32;
+  std::vector<float> x = randFloats(grid);
+  Buffer bx = upload(x), out = poisoned(groups * 4), steps = poisoned(groups * 5 * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(out, 0, 1);
+  stream().setBuffer(steps, 0, 2);
+  stream().dispatchThreads({grid, 1, 1}, {tg, 1, 1});
+  // Odd simdgroups write nothing: their words keep poisoned()'s 0xff bytes.
+  std::vector<float> gotOut = read<float>(out, groups), gotSteps = read<float>(steps, groups * 5);
+  auto untouched = [](float f) { return std::bit_cast<uint32_t>(f) == 0xffffffffu; };
+  for (uint32_t g = 0; g < groups; ++g) {
+    std::vector<float> v(x.begin() + g * 32, x.begin() + g * 32 + 32);
+    for (uint32_t step = 0, offset = 16; offset > 0; offset /= 2, ++step) {
+      std::vector<float> next = v;
+      for (uint32_t l = 0; l + offset < 32; ++l) next[l] = std::max(v[l], v[l + offset]);
+      v = next;
+      if (g % 2)
+        EXPECT_TRUE(untouched(gotSteps[g * 5 + step])) << "simdgroup " << g << " step " << step;
+      else
+        EXPECT_EQ(gotSteps[g * 5 + step], v[0]) << "simdgroup " << g << " step " << step;
+    }
+    if (g % 2)
+      EXPECT_TRUE(untouched(gotOut[g])) << "simdgroup " << g;
+    else
+      EXPECT_EQ(gotOut[g], v[0]) << "simdgroup " << g;
+  }
+}
+
+TEST_F(E2E, SimdLoopWithRaggedTripCount) {
+  LOAD_SIMD_OR_SKIP(k, "simd_ragged_loop");
+  const uint32_t grid = 200, tg = 96;  // simdgroups of 32, 32, 32; the last threadgroup 8 threads
+  std::vector<float> x = randFloats(grid * 4);
+  Buffer bx = upload(x), out = poisoned(grid * 4);
+  stream().setKernel(k);
+  stream().setBuffer(bx, 0, 0);
+  stream().setBuffer(out, 0, 1);
+  stream().dispatchThreads({grid, 1, 1}, {tg, 1, 1});
+  auto rounds = [&](uint32_t i) { return (i % tg) / 32 % 3 + ((i % tg) % 32 % 5 == 0 ? 1 : 0); };
+  std::vector<double> want(grid, 0.0);
+  for (uint32_t i = 0; i < grid; ++i) {
+    uint32_t lid = i % tg, begin = i - lid % 32, end = std::min({begin + 32, i - lid + tg, grid});
+    for (uint32_t r = 0; r < rounds(i); ++r)
+      for (uint32_t j = begin; j < end; ++j)
+        if (rounds(j) > r) want[i] += x[j * 4 + r];
+  }
+  EXPECT_TRUE(allClose(read<float>(out, grid), want, 1e-5, 8.0));
+}
+
 TEST_F(E2E, SimdBuiltins) {
   LOAD_SIMD_OR_SKIP(k, "simd_builtins");
   const uint32_t grid = 200, tg = 96;  // partial last group of 8
@@ -1370,12 +1473,14 @@ TEST_F(E2E, SimdgroupMatrixGemm8x8) {
   EXPECT_TRUE(allClose(read<float>(c, tiles * 64), want, 1e-5, 4.0));
 }
 
-// With M2V_EXPECT_SUBGROUP_REFUSAL=1 (run at LP_NATIVE_VECTOR_WIDTH=256): every simd kernel is refused with
-// UnsupportedError, and a kernel without simd functions still runs correctly on the same device.
+// With M2V_EXPECT_SUBGROUP_REFUSAL=1 (run at LP_NATIVE_VECTOR_WIDTH=256 with M2V_SIMDGROUPS=native): every simd
+// kernel is refused with UnsupportedError, and a kernel without simd functions still runs correctly on the same
+// device.
 TEST_F(E2E, SimdRefusalIsCleanAndOtherKernelsStillRun) {
   if (!expectRefusal()) GTEST_SKIP() << "only with M2V_EXPECT_SUBGROUP_REFUSAL=1";
-  for (const char* name : {"simd_reduce", "simd_prefix", "simd_shuffles", "quad_ops", "simd_partial", "simd_builtins",
-                           "simdgroup_gemm8"}) {
+  for (const char* name :
+       {"simd_reduce", "simd_prefix", "simd_shuffles", "quad_ops", "simd_partial", "simd_builtins", "simdgroup_gemm8",
+        "simd_divergent", "simd_rounds", "simd_return_then_loop", "simd_ragged_loop"}) {
     Module m = loadModule(name);
     try {
       device().createKernel(m.spirv, m.reflection);

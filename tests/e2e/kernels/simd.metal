@@ -71,3 +71,64 @@ kernel void simdgroup_gemm8(device const float* A [[buffer(0)]], device const fl
   }
   simdgroup_store(acc, C + tile * 64, 8);
 }
+
+// Simd functions under control flow that differs between lanes: lanes below `cut` sum among themselves, the others
+// take the maximum among themselves; every lane then asks whether any lane of its side saw a value above 0.5.
+kernel void simd_divergent(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                           device uint* any [[buffer(2)]], constant uint& cut [[buffer(3)]],
+                           uint gid [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+  float v = x[gid];
+  if (lane < cut) {
+    out[gid] = simd_sum(v);
+    any[gid] = simd_any(v > 0.5f) ? 1u : 0u;
+  } else {
+    out[gid] = simd_max(v);
+    any[gid] = simd_any(v > 0.5f) ? 1u : 0u;
+  }
+}
+
+// A threadgroup reduction as MLX writes one, `rounds` times in a loop: simd_sum per simdgroup, lane 0 publishes,
+// a barrier, then simdgroup 0 alone sums the partials with simd_sum again.
+kernel void simd_rounds(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                        constant uint& rounds [[buffer(2)]], uint gid [[thread_position_in_grid]],
+                        uint tgid [[threadgroup_position_in_grid]], uint lid [[thread_index_in_threadgroup]],
+                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]],
+                        uint groups [[simdgroups_per_threadgroup]]) {
+  threadgroup float partial[32];
+  float acc = 0;
+  for (uint r = 0; r < rounds; ++r) {
+    float s = simd_sum(x[gid * rounds + r]);
+    if (lane == 0) partial[sg] = s;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (sg == 0) acc += simd_sum(lane < groups ? partial[lane] : 0.0f);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  if (lid == 0) out[tgid] = acc;
+}
+
+// An early return before a loop of shuffles, as MLX's arg_reduce has: the threads that left still run the loop's
+// exchanges (inactive), the loop's trip count being the same for every thread; lane 0 records each step.
+kernel void simd_return_then_loop(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                                  device float* steps [[buffer(2)]], uint gid [[thread_position_in_grid]],
+                                  uint lane [[thread_index_in_simdgroup]]) {
+  float best = x[gid];
+  if ((gid / 32) % 2 == 1) return;  // odd simdgroups leave
+  uint step = 0;
+  for (uint offset = 16; offset > 0; offset /= 2, ++step) {
+    float other = simd_shuffle_down(best, offset);
+    if (lane + offset < 32) best = max(best, other);
+    if (lane == 0) steps[gid / 32 * 5 + step] = best;
+  }
+  if (lane == 0) out[gid / 32] = best;
+}
+
+// A simdgroup function in a loop whose trip count differs between threads, as in MLX's qmv (rows left per
+// simdgroup): each round's active lanes are the threads still in the loop.
+kernel void simd_ragged_loop(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                             uint gid [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]],
+                             uint sg [[simdgroup_index_in_threadgroup]]) {
+  uint rounds = sg % 3 + (lane % 5 == 0 ? 1 : 0);
+  float acc = 0;
+  for (uint r = 0; r < rounds; ++r) acc += simd_sum(x[gid * 4 + r]);
+  out[gid] = acc;
+}
