@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every test (ctest) on the default Vulkan device (lavapipe when there is no GPU); then MLX's own C++
 # tests on MLX's Metal backend over metal2vk, when an MLX checkout is beside the repository
-# (../shared/third_party/mlx, or M2V_MLX_ROOT): the cases in cmake/mlx/lavapipe-floor.txt must pass; our tests of
+# (../shared/third_party/mlx, or M2V_MLX_ROOT): the cases in cmake/mlx/lavapipe-floor.txt must pass (simdgroups
+# emulated on lavapipe); our tests of
 # MLX's Python package (cmake/mlx/python/tests); then MLX's
 # Python package (`import mlx.core`) and a quick part of MLX's Python tests: the tests of cmake/mlx/python/
 # lavapipe-floor.txt in those files must pass (the whole suite: scripts/test-mlx.sh build-mlx --python).
