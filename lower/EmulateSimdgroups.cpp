@@ -201,11 +201,14 @@ bool isThreadgroupBarrier(const llvm::Instruction& i) {
   return name && *name == "threadgroup_barrier";
 }
 
-// Moves `i` under `if (p)`, in place; where it did not run its result is poison, which that thread never uses.
+// Moves `i` under `if (p)`, in place (its block is split around it); where it did not run its result is poison,
+// which that thread never uses.
 void guardInPlace(llvm::Instruction& i, llvm::Value* p) {
   llvm::Instruction* thenTerm = llvm::SplitBlockAndInsertIfThen(p, &i, false);
   llvm::BasicBlock* head = thenTerm->getParent()->getSinglePredecessor();
   llvm::BasicBlock* tail = i.getParent();
+  thenTerm->getParent()->setName("guarded");
+  tail->setName("linear");
   i.moveBefore(thenTerm->getIterator());
   if (i.getType()->isVoidTy()) return;
   llvm::PHINode* merged = llvm::PHINode::Create(i.getType(), 2, "", tail->begin());
@@ -356,6 +359,9 @@ std::string linearize(llvm::BasicBlock* branch, const llvm::SmallPtrSet<llvm::Ba
     return v;
   };
   std::vector<llvm::BasicBlock*> moved;  // blocks whose instructions went into the chain
+  // Instructions with effects, and the predicate they run under: guarded once the chain and the loops have their
+  // final edges (splitting their blocks last, the exit edges and the values used later follow the splits).
+  std::vector<std::pair<llvm::Instruction*, llvm::Value*>> toGuard;
   for (llvm::BasicBlock* node : order) {
     // The node's predicate: any incoming edge taken.
     llvm::Value* p = b.getFalse();
@@ -370,7 +376,6 @@ std::string linearize(llvm::BasicBlock* branch, const llvm::SmallPtrSet<llvm::Ba
       // The loop stays a loop, its exits continue the chain. Without lane operations it is entered under p; with
       // them every thread runs it (the same trip count), its instructions with effects under p.
       bool everyThread = runByAll.count(loop);
-      std::vector<llvm::Instruction*> toGuard;
       for (llvm::BasicBlock* lb : everyThread ? loop->blocks() : llvm::ArrayRef<llvm::BasicBlock*>{})
         for (llvm::Instruction& i : *lb) {
           if (isLaneOperation(i)) {
@@ -384,7 +389,7 @@ std::string linearize(llvm::BasicBlock* branch, const llvm::SmallPtrSet<llvm::Ba
               br->setCondition(new llvm::FreezeInst(br->getCondition(), "", br->getIterator()));
           } else if (!i.isTerminator() && !llvm::isa<llvm::PHINode>(i) && !runsForEveryThread(i) &&
                      !isThreadgroupBarrier(i)) {
-            toGuard.push_back(&i);
+            toGuard.emplace_back(&i, p);
           }
         }
       auto outside = [&](llvm::BasicBlock* bb) { return !loop->contains(bb); };
@@ -428,8 +433,6 @@ std::string linearize(llvm::BasicBlock* branch, const llvm::SmallPtrSet<llvm::Ba
             return !loop->contains(ui->getParent()) && ui->getParent() != after;
           });
         }
-      // Splitting the loop's blocks last: the exit edges and the values used past the loop follow the splits.
-      for (llvm::Instruction* i : toGuard) guardInPlace(*i, p);
       chain = after;
       continue;
     }
@@ -455,20 +458,8 @@ std::string linearize(llvm::BasicBlock* branch, const llvm::SmallPtrSet<llvm::Ba
         i.moveBefore(*chain, chain->end());
         continue;
       }
-      // if (p) { i }: where i did not run its result is poison, which that thread's path never uses.
-      llvm::BasicBlock* run = llvm::BasicBlock::Create(ctx, "guarded", f);
-      llvm::BasicBlock* next = llvm::BasicBlock::Create(ctx, "linear", f);
-      b.CreateCondBr(p, run, next);
-      i.moveBefore(*run, run->end());
-      llvm::BranchInst::Create(next, run);
-      b.SetInsertPoint(next);
-      if (!i.getType()->isVoidTy()) {
-        llvm::PHINode* merged = b.CreatePHI(i.getType(), 2);
-        i.replaceUsesWithIf(merged, [&](llvm::Use& u) { return u.getUser() != merged; });
-        merged->addIncoming(&i, run);
-        merged->addIncoming(llvm::PoisonValue::get(i.getType()), chain);
-      }
-      chain = next;
+      i.moveBefore(*chain, chain->end());
+      toGuard.emplace_back(&i, p);
     }
     // Edge predicates out of this block.
     for (llvm::BasicBlock* s : llvm::successors(bb)) edge[{bb, s}] = b.CreateAnd(p, edgeCondition(b, bb, s));
@@ -506,6 +497,7 @@ std::string linearize(llvm::BasicBlock* branch, const llvm::SmallPtrSet<llvm::Ba
   llvm::BranchInst::Create(head, branch);
   for (llvm::BasicBlock* bb : moved) bb->dropAllReferences();
   for (llvm::BasicBlock* bb : moved) bb->eraseFromParent();
+  for (auto& [i, p] : toGuard) guardInPlace(*i, p);
   return "";
 }
 

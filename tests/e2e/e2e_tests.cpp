@@ -712,6 +712,12 @@ TEST_F(E2E, IntegerWidths) {
 namespace {
 // Metal: for dispatchThreads(grid, tg), threadgroup g along an axis has min(tg, grid - g * tg) threads.
 uint32_t liveSize(uint32_t grid, uint32_t tg, uint32_t group) { return std::min(tg, grid - group * tg); }
+// The threads [first, last) of thread i's simdgroup: 32 consecutive threads of its threadgroup, cut short by the
+// threadgroup's or the grid's end (simdgroups never cross threadgroups).
+std::pair<uint32_t, uint32_t> simdgroupOf(uint32_t i, uint32_t grid, uint32_t tg) {
+  uint32_t lid = i % tg, first = i - lid % 32;
+  return {first, std::min({first + 32, i - lid + tg, grid})};
+}
 uint32_t ceilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 }  // namespace
 
@@ -1356,8 +1362,8 @@ TEST_F(E2E, SimdUnderDivergentControlFlow) {
   std::vector<uint32_t> wantAny(grid);
   for (uint32_t i = 0; i < grid; ++i) {
     // the lanes of i's simdgroup on i's side of the cut (simdgroups never cross threadgroups)
-    uint32_t lid = i % tg, begin = i - lid % 32, end = std::min({begin + 32, i - lid + tg, grid});
-    bool low = lid % 32 < cut;
+    auto [begin, end] = simdgroupOf(i, grid, tg);
+    bool low = i % tg % 32 < cut;
     double s = 0, m = -1e30;
     uint32_t seen = 0;
     for (uint32_t j = begin; j < end; ++j)
@@ -1427,7 +1433,7 @@ TEST_F(E2E, SimdLoopWithRaggedTripCount) {
   auto rounds = [&](uint32_t i) { return (i % tg) / 32 % 3 + ((i % tg) % 32 % 5 == 0 ? 1 : 0); };
   std::vector<double> want(grid, 0.0);
   for (uint32_t i = 0; i < grid; ++i) {
-    uint32_t lid = i % tg, begin = i - lid % 32, end = std::min({begin + 32, i - lid + tg, grid});
+    auto [begin, end] = simdgroupOf(i, grid, tg);
     for (uint32_t r = 0; r < rounds(i); ++r)
       for (uint32_t j = begin; j < end; ++j)
         if (rounds(j) > r) want[i] += x[j * 4 + r];
