@@ -101,8 +101,36 @@ Buffer* Device::newBuffer(const void* pointer, NS::UInteger length, ResourceOpti
   return buffer;
 }
 
-Buffer* Device::newBuffer(const void*, NS::UInteger, ResourceOptions, const std::function<void(void*, NS::UInteger)>&) {
-  return nullptr;  // no host-pointer import (VK_EXT_external_memory_host is not used): see the header
+Buffer* Device::newBuffer(const void* pointer, NS::UInteger length, ResourceOptions options,
+                          const std::function<void(void*, NS::UInteger)>& deallocator) {
+  auto* device = impl<DeviceImpl>(this);
+  const size_t alignment = device->info().hostImportAlignment;
+  if (!pointer || length == 0 || !alignment || memoryFor(options) != m2v::Device::Memory::Shared) return nullptr;
+  // Apple documents page-aligned pointers, but MLX wraps any host array (its tests wrap a std::vector and NumPy
+  // arrays): the buffer imports the whole pages around the memory and starts at the pointer within them.
+  const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
+  const uintptr_t first = address / alignment * alignment;
+  const size_t span = roundUp(address + length - first, alignment);
+  std::function<void()> released;
+  if (deallocator)
+    released = [deallocator, memory = const_cast<void*>(pointer), length] { deallocator(memory, length); };
+  m2v::Buffer backing;
+  uint64_t generation = device->generation();
+  try {
+    backing = device->runtime()->importHostMemory(reinterpret_cast<void*>(first), span, std::move(released));
+  } catch (const std::exception&) {
+    return nullptr;  // the driver would not import it: nil, as Metal answers for memory it cannot wrap
+  }
+  auto* buffer = new BufferImpl;
+  buffer->device = NS::RetainPtr(device);
+  buffer->backing = std::move(backing);
+  buffer->generation = generation;
+  buffer->offset = address - first;
+  buffer->length = length;
+  buffer->allocated = span;
+  buffer->options = options;
+  device->allocatedBytes.fetch_add(buffer->allocated);
+  return buffer;
 }
 
 Heap* Device::newHeap(const HeapDescriptor* descriptor) {

@@ -165,13 +165,19 @@ size_t QueueCore::submitSegments(CommandBufferImpl* buffer, size_t first) {
       // Met on the host already; waiting on the GPU as well gives the memory dependency on the signalling work.
       if (!buffer->failed())
         for (const auto& [event, value] : segment.waits) waits.push_back({event->event, value});
+      if (!buffer->failed())
+        if (auto uploaded = uploadCpuWrites(buffer, i)) waits.push_back(*uploaded);
       if (!segment.stream && !(signals.empty() && waits.empty()))
         segment.stream = takeStream(&segment.streamGeneration);  // an empty submission signals
       for (const auto& [event, value] : segment.signals)
         if (!buffer->failed() && event->generation != segment.streamGeneration)
           throw m2v::UsageError("encodeSignalEvent: the event cannot be signalled: " +
                                 device->staleReason(event->generation));
-      if (segment.stream) segment.value = segment.stream->commit(signals, waits);
+      if (segment.stream) {
+        const uint64_t value = segment.stream->commit(signals, waits);
+        std::lock_guard lock(buffer->mutex);  // segmentCompleted reads it
+        segment.value = value;
+      }
     } catch (const std::exception& e) {
       buffer->fail(currentErrorCode(), std::string("submission failed: ") + e.what());
     }
@@ -188,8 +194,7 @@ size_t QueueCore::submitSegments(CommandBufferImpl* buffer, size_t first) {
 void QueueCore::commit(CommandBufferImpl* buffer) {
   buffer->retain();  // until retired by the completion thread
   buffer->startTime = nowSeconds();
-  for (const auto& segment : buffer->segments)
-    for (const auto& [event, value] : segment.signals) event->expectHandlers(value);
+  buffer->forEachSignalAwaitingHandlers([](SharedEventImpl& event, uint64_t value) { event.expectHandlers(value); });
   std::lock_guard lock(submitMutex_);
   size_t next = 0;
   if (toSubmit_.empty() && !submitting_) {
@@ -296,8 +301,7 @@ void QueueCore::completionLoop() {
       runHandlers(buffer, completed);
       runningHandlers = false;
     }
-    for (const auto& segment : buffer->segments)
-      for (const auto& [event, value] : segment.signals) event->handlersRan(value);
+    buffer->forEachSignalAwaitingHandlers([](SharedEventImpl& event, uint64_t value) { event.handlersRan(value); });
     for (auto& segment : buffer->segments)
       if (segment.stream) {
         if (streamsUsable) returnStream(std::move(*segment.stream), segment.streamGeneration);
@@ -334,6 +338,11 @@ uint64_t SharedEventImpl::settled(uint64_t signalled) {
   if (signalsAwaitingHandlers_.empty() || *signalsAwaitingHandlers_.begin() > signalled) return signalled;
   const uint64_t awaiting = *signalsAwaitingHandlers_.begin();
   return awaiting ? awaiting - 1 : 0;
+}
+
+bool CommandBufferImpl::segmentCompleted(size_t index) {
+  const Segment& segment = segments[index];
+  return segment.stream && segment.value && segment.stream->completedValue() >= segment.value;
 }
 
 bool SharedEventImpl::waitForHandlers(uint64_t value, std::chrono::steady_clock::time_point deadline) {
@@ -586,6 +595,9 @@ void CommandEncoder::endEncoding() {
             break;
         }
       }
+      // Nor does anything stay bound after it: a buffer goes (and a no-copy buffer's deallocator runs) once the
+      // command buffers that used it are done, not when the stream next binds another.
+      stream.clearBindings();
     } catch (const std::exception& ex) {
       b->fail(CommandBufferErrorInternal, std::string("encoding failed: ") + ex.what());
     }

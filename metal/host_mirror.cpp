@@ -27,19 +27,37 @@ void recordWriteback(m2v::Stream& stream, const BufferImpl& buffer) {
 
 }  // namespace
 
-void DeviceImpl::writeBackNow(const std::vector<NS::SharedPtr<BufferImpl>>& buffers) {
-  if (buffers.empty()) return;
-  std::lock_guard lock(transferMutex_);
-  std::shared_ptr<m2v::Device> device = runtime();
+m2v::Stream& DeviceImpl::transferStream() {
   if (!transfer_ || transferGeneration_ != generation()) {
+    std::shared_ptr<m2v::Device> device = runtime();
     m2v::StreamOptions options;
     options.explicitBarriers = true;  // one barrier before the copies; commit adds the one for host reads
     transfer_ = device->createStream(options);
     transferGeneration_ = generation();
+    uploadsDone_ = device->createEvent();
+    uploadsSignalled_ = 0;
   }
-  transfer_->barrier();  // after the writers' submissions
-  for (const NS::SharedPtr<BufferImpl>& buffer : buffers) recordWriteback(*transfer_, *buffer.get());
-  transfer_->synchronize();
+  return *transfer_;
+}
+
+void DeviceImpl::writeBackNow(const std::vector<NS::SharedPtr<BufferImpl>>& buffers) {
+  if (buffers.empty()) return;
+  std::lock_guard lock(transferMutex_);
+  m2v::Stream& transfer = transferStream();
+  transfer.barrier();  // after the writers' submissions
+  for (const NS::SharedPtr<BufferImpl>& buffer : buffers) recordWriteback(transfer, *buffer.get());
+  transfer.synchronize();
+}
+
+m2v::Stream::EventSignal DeviceImpl::uploadNow(const std::vector<NS::SharedPtr<BufferImpl>>& buffers) {
+  std::lock_guard lock(transferMutex_);
+  m2v::Stream& transfer = transferStream();
+  transfer.barrier();  // after the GPU's earlier uses of the device copies (submitted before)
+  for (const NS::SharedPtr<BufferImpl>& buffer : buffers)
+    transfer.copy(buffer->mirror->host, 0, buffer->backing, 0, buffer->length);
+  m2v::Stream::EventSignal done{uploadsDone_, ++uploadsSignalled_};
+  transfer.commit(std::span(&done, 1));
+  return done;
 }
 
 namespace {
@@ -75,10 +93,12 @@ void* mirroredContents(BufferImpl* buffer) {
         if (pending.empty() || pending.back().get() != buffer) pending.push_back(NS::RetainPtr(buffer));
         m.writebackCommandBuffer = writer->serial;
         m.writebackSegment = m.writerSegment;
-      } else if (!writer->completionWritebacksClosed) {
-        writer->completionWritebacks.push_back(NS::RetainPtr(buffer));
+      } else if (writer->completionWritebacksClosed || writer->segmentCompleted(m.writerSegment)) {
+        // The GPU has finished the writer, or the writing segment of it: a later segment may wait for this very
+        // CPU task (MLX's CPU stream between two GPU operations of one command buffer).
+        copyNow = true;
       } else {
-        copyNow = true;  // the GPU has finished it
+        writer->completionWritebacks.push_back(NS::RetainPtr(buffer));
       }
     }
     if (copyNow) writeBackOrReport(buffer);
@@ -100,11 +120,29 @@ void recordUse(CommandBufferImpl* commandBuffer, m2v::Stream& stream, BufferImpl
     stream.barrier();
     m.hostMayBeNewer = false;
   }
+  auto& uses = commandBuffer->segments[segment].mirroredUses;
+  if (uses.empty() || uses.back().get() != buffer) uses.push_back(NS::RetainPtr(buffer));
   if (writes) {
     m.hostStale = true;
     if (m.writer.get() != commandBuffer) m.writer = NS::RetainPtr(commandBuffer);
     m.writerSegment = segment;
   }
+}
+
+std::optional<m2v::Stream::EventSignal> uploadCpuWrites(CommandBufferImpl* commandBuffer, size_t segment) {
+  std::vector<NS::SharedPtr<BufferImpl>> uploads;
+  for (const NS::SharedPtr<BufferImpl>& buffer : commandBuffer->segments[segment].mirroredUses) {
+    HostMirror& m = *buffer->mirror;
+    std::lock_guard lock(m.mutex);
+    // As recordUse: not in the segment whose write-back contents() asked for.
+    const bool beforeWriteback = m.writebackCommandBuffer == commandBuffer->serial && m.writebackSegment == segment;
+    if (m.hostMayBeNewer && m.host && !beforeWriteback) {
+      uploads.push_back(buffer);
+      m.hostMayBeNewer = false;
+    }
+  }
+  if (uploads.empty()) return std::nullopt;
+  return uploads.front()->device->uploadNow(uploads);
 }
 
 void recordWritebacks(CommandBufferImpl* commandBuffer) {

@@ -105,11 +105,17 @@ class DeviceImpl final : public MTL::Device {
   const DeviceInfo& info() const { return info_; }
   // Copies each buffer's device copy to its host mirror on the GPU, and waits (write-backs after the writer ran).
   void writeBackNow(const std::vector<NS::SharedPtr<BufferImpl>>& buffers);
+  // Copies each buffer's host mirror to its device copy on the GPU, after the work submitted so far; returns the
+  // signal a submission waits for to come after the copies (uploads of what the CPU wrote after it was recorded).
+  m2v::Stream::EventSignal uploadNow(const std::vector<NS::SharedPtr<BufferImpl>>& buffers);
 
  private:
+  m2v::Stream& transferStream();  // under transferMutex_
   std::mutex transferMutex_;
   std::optional<m2v::Stream> transfer_;
   uint64_t transferGeneration_ = 0;
+  m2v::Event uploadsDone_;  // of transfer_'s device; uploadNow signals its next value
+  uint64_t uploadsSignalled_ = 0;
   std::mutex runtimeMutex_;
   std::shared_ptr<m2v::Device> runtime_;
   DeviceInfo info_;
@@ -309,9 +315,10 @@ class SharedEventImpl final : public MTL::SharedEvent {
   Labelled label;
 
   // A host wait for a value returns once the completed handlers of the committed command buffers that signal up to
-  // that value have run, not only once the GPU signalled it. MLX's eval returns on an event, and the handler of the
-  // command buffer that signalled it releases the arrays its kernels read: an operation recorded right after must
-  // find them released to reuse (donate) their memory, as it does on Apple's GPUs, whose handlers run promptly.
+  // that value have run, not only once the GPU signalled it (except signals a later event wait of their own command
+  // buffer follows: CommandBufferImpl::forEachSignalAwaitingHandlers). MLX's eval returns on an event, and the handler
+  // of the command buffer that signalled it releases the arrays its kernels read: an operation recorded right after
+  // must find them released to reuse (donate) their memory, as it does on Apple's GPUs, whose handlers run promptly.
   void expectHandlers(uint64_t value);  // at commit, per signal
   void handlersRan(uint64_t value);     // after the command buffer's completed handlers
   // Waits (until `deadline`) for the handlers of signals up to `value`; false on timeout.
@@ -371,6 +378,7 @@ class CommandBufferImpl final : public MTL::CommandBuffer {
     uint64_t streamGeneration = 0;      // device generation of `stream`
     uint64_t value = 0;                 // the stream's timeline value once submitted; 0: nothing submitted
     std::vector<NS::SharedPtr<BufferImpl>> writebacks;  // host mirrors to update at the segment's end (under mutex)
+    std::vector<NS::SharedPtr<BufferImpl>> mirroredUses;  // buffers with host mirrors its dispatches bind
   };
   std::vector<Segment> segments{1};
   NS::SharedPtr<ComputeCommandEncoderImpl> openEncoder;
@@ -392,8 +400,23 @@ class CommandBufferImpl final : public MTL::CommandBuffer {
   bool completionWritebacksClosed = false;
 
   m2v::Stream& ensureStream();
+  // Whether the GPU has finished segment `index` (submitted and its timeline value reached). Under `mutex`, before
+  // completionWritebacksClosed (the completion thread gives the streams back after that).
+  bool segmentCompleted(size_t index);
   void fail(MTL::CommandBufferError code, const std::string& message);
   bool failed();
+  // The signals whose host waits also wait for this command buffer's handlers (SharedEventImpl::expectHandlers):
+  // those of its segments from the last one that waits for an event. An earlier signal's waiter may be what a later
+  // wait of the same command buffer waits for (MLX's CPU stream between two GPU operations of one command buffer):
+  // it gets the value when the GPU signals it, as on Metal, whose handlers run after the whole command buffer.
+  template <class F>
+  void forEachSignalAwaitingHandlers(F&& f) {
+    size_t first = 0;
+    for (size_t i = 0; i < segments.size(); ++i)
+      if (!segments[i].waits.empty()) first = i;
+    for (size_t i = first; i < segments.size(); ++i)
+      for (const auto& [event, value] : segments[i].signals) f(*event.get(), value);
+  }
 };
 
 // Host mirrors (host_mirror.cpp).
@@ -404,6 +427,10 @@ void* mirroredContents(BufferImpl* buffer);
 void recordUse(CommandBufferImpl* commandBuffer, m2v::Stream& stream, BufferImpl* buffer, bool writes);
 // At commit: records the write-backs contents() asked for at the end of each segment.
 void recordWritebacks(CommandBufferImpl* commandBuffer);
+// When segment `segment` is submitted (its event waits met): uploads what the CPU may have written since the
+// segment was recorded into the buffers it binds (MLX's CPU task writes its output through a contents() pointer it
+// takes when it runs, after the GPU work that reads the output was recorded). The signal to wait for, if any.
+std::optional<m2v::Stream::EventSignal> uploadCpuWrites(CommandBufferImpl* commandBuffer, size_t segment);
 // On the completion thread, once the GPU has finished the command buffer: the write-backs asked for after commit.
 void completeWritebacks(CommandBufferImpl* commandBuffer);
 

@@ -499,6 +499,8 @@ static void createLogicalDevice(DeviceState& state) {
     optionalChain = &bfloat16;
     extensions.push_back(kShaderBfloat16ExtensionName);
   }
+  // Host-memory import has no features; the extension alone (newBufferWithBytesNoCopy).
+  if (state.info.hostImportAlignment) extensions.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executableInfo{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   const bool wantStatistics = envFlag("M2V_PIPELINE_STATISTICS");
@@ -663,8 +665,14 @@ Device::Device(const DeviceOptions& options) : state_(std::make_shared<DeviceSta
   subgroup.pNext = &subgroupControl;
   driver.pNext = &subgroup;
   floatControls.pNext = &driver;
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT hostImport{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+  const std::vector<std::string> available = deviceExtensions(pd);
+  const bool hostImportOffered =
+      std::find(available.begin(), available.end(), VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME) != available.end();
+  if (hostImportOffered) hostImport.pNext = &floatControls;
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props.pNext = &floatControls;
+  props.pNext = hostImportOffered ? static_cast<void*>(&hostImport) : &floatControls;
   vkGetPhysicalDeviceProperties2(pd, &props);
   const VkPhysicalDeviceLimits& limits = props.properties.limits;
   DeviceInfo& info = state.info;
@@ -682,6 +690,7 @@ Device::Device(const DeviceOptions& options) : state_(std::make_shared<DeviceSta
   info.requiredSubgroupSizeInCompute = (subgroupControl.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
   info.maxComputeWorkgroupSubgroups = subgroupControl.maxComputeWorkgroupSubgroups;
   info.roundingModeRTEFloat16 = floatControls.shaderRoundingModeRTEFloat16;
+  info.hostImportAlignment = hostImportOffered ? hostImport.minImportedHostPointerAlignment : 0;
   info.maxWorkgroupInvocations = limits.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) {
     info.maxWorkgroupSize[i] = limits.maxComputeWorkGroupSize[i];
@@ -766,10 +775,14 @@ Device::Native Device::native() const {
 // Buffers
 
 RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size,
-                          const std::function<uint32_t(const VkMemoryRequirements&)>& memoryType, bool map) {
+                          const std::function<uint32_t(const VkMemoryRequirements&)>& memoryType, bool map,
+                          void* importHostPointer) {
   RawBuffer raw;
   raw.size = size;
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  VkExternalMemoryBufferCreateInfo external{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+  external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  if (importHostPointer) info.pNext = &external;
   info.size = size;
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
                VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
@@ -782,15 +795,22 @@ RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size,
   vkGetBufferMemoryRequirements(device.vk(), buffer, &req);
   VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
   flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  VkImportMemoryHostPointerInfoEXT import{VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
+  import.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  import.pHostPointer = importHostPointer;
+  if (importHostPointer) flags.pNext = &import;
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.pNext = &flags;
-  alloc.allocationSize = req.size;
+  alloc.allocationSize = importHostPointer ? size : req.size;  // an import is exactly the caller's pages
   alloc.memoryTypeIndex = memoryType(req);
   VkDeviceMemory memory = VK_NULL_HANDLE;
   vkCheck(vkAllocateMemory(device.vk(), &alloc, nullptr, &memory), "vkAllocateMemory", &device);
   raw.memory = UniqueMemory(device.vk(), memory);
   vkCheck(vkBindBufferMemory(device.vk(), buffer, memory, 0), "vkBindBufferMemory", &device);
-  if (map) vkCheck(vkMapMemory(device.vk(), memory, 0, VK_WHOLE_SIZE, 0, &raw.hostPointer), "vkMapMemory", &device);
+  if (importHostPointer)
+    raw.hostPointer = importHostPointer;
+  else if (map)
+    vkCheck(vkMapMemory(device.vk(), memory, 0, VK_WHOLE_SIZE, 0, &raw.hostPointer), "vkMapMemory", &device);
   VkBufferDeviceAddressInfo addressInfo{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
   addressInfo.buffer = buffer;
   raw.address = vkGetBufferDeviceAddress(device.vk(), &addressInfo);

@@ -94,12 +94,21 @@ RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size, bool hostVisib
 // M2V_ARENA_IN_HOST_MEMORY=1 keeps it in host memory (a measurement knob).
 RawBuffer createDeviceReadStaging(DeviceState& device, VkDeviceSize size);
 // The same in the memory type `memoryType` picks for the buffer's requirements, mapped for the host when `map`.
+// With `importHostPointer`, the memory is the host's pages at that address (VK_EXT_external_memory_host; `size` a
+// multiple of DeviceInfo::hostImportAlignment), and hostPointer is that address.
 RawBuffer createRawBuffer(DeviceState& device, VkDeviceSize size,
-                          const std::function<uint32_t(const VkMemoryRequirements&)>& memoryType, bool map);
+                          const std::function<uint32_t(const VkMemoryRequirements&)>& memoryType, bool map,
+                          void* importHostPointer = nullptr);
 
 struct BufferObject {
+  ~BufferObject() {
+    raw.buffer = {};  // before its memory
+    raw.memory = {};
+    if (released) released();
+  }
   std::shared_ptr<DeviceState> device;
   RawBuffer raw;
+  std::function<void()> released;  // imported host memory: tells its owner once Vulkan no longer holds it
   // Last batch (globally unique serial) that took a reference: lets a stream keep each buffer alive once per batch.
   std::atomic<uint64_t> keptByBatch{0};
 };

@@ -68,6 +68,37 @@ Buffer Device::createBuffer(size_t bytes, Memory memory) {
   return Buffer(std::move(object));
 }
 
+Buffer Device::importHostMemory(void* pointer, size_t bytes, std::function<void()> released) {
+  const uint64_t alignment = state_->info.hostImportAlignment;
+  if (bytes == 0) throw UsageError("importHostMemory: size must be > 0");
+  if (!alignment)
+    throw UnsupportedError(state_->info.name + " cannot import host memory (no VK_EXT_external_memory_host)");
+  if (reinterpret_cast<uintptr_t>(pointer) % alignment)
+    throw UnsupportedError("importHostMemory: the address is not aligned to " + std::to_string(alignment) + " bytes");
+  auto hostPointerProperties = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+      vkGetDeviceProcAddr(state_->vk(), "vkGetMemoryHostPointerPropertiesEXT"));
+  VkMemoryHostPointerPropertiesEXT pointerTypes{VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
+  if (!hostPointerProperties ||
+      hostPointerProperties(state_->vk(), VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, pointer,
+                            &pointerTypes) != VK_SUCCESS)
+    throw UnsupportedError("importHostMemory: the driver cannot import this address");
+  auto importType = [&](const VkMemoryRequirements& req) {
+    uint32_t candidates = req.memoryTypeBits & pointerTypes.memoryTypeBits;
+    for (uint32_t t = 0; t < state_->memoryProperties.memoryTypeCount; ++t)
+      if ((candidates & (1u << t)) &&
+          (state_->memoryProperties.memoryTypes[t].propertyFlags & kHostCoherent) == kHostCoherent)
+        return t;
+    throw UnsupportedError("importHostMemory: no host-coherent memory type can import this address");
+  };
+  auto object = std::make_shared<BufferObject>();
+  object->device = state_;
+  const VkDeviceSize span = (bytes + alignment - 1) / alignment * alignment;
+  object->raw = createRawBuffer(*state_, span, importType, false, pointer);  // DeviceError when the driver refuses
+  object->raw.size = bytes;
+  object->released = std::move(released);
+  return Buffer(std::move(object));
+}
+
 void* Buffer::contents() const { return object_ ? object_->raw.hostPointer : nullptr; }
 
 RawBuffer createDeviceReadStaging(DeviceState& device, VkDeviceSize size) {

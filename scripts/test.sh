@@ -22,7 +22,10 @@ if [ -f "$mlx/mlx/version.h" ]; then
   # Ours on MLX's Python package: quantization against MLX's CPU backend, mlx-lm end to end, a runaway custom kernel
   # stopped (the first two skip, saying why, where the GPU cannot run MLX's kernels: lavapipe's 8-lane subgroups).
   scripts/test-mlx.sh build-mlx --python --tests cmake/mlx/python/tests --file test_quantized_matrix.py \
-    --file test_mlx_lm_greedy.py --file test_runaway_kernel.py --test-timeout 600
+    --file test_mlx_lm_greedy.py --file test_runaway_kernel.py --file test_host_memory.py --test-timeout 600
+  # MLX's unified-memory rules again through the host mirrors a discrete GPU gets (docs/METAL_API.md).
+  M2V_HOST_MIRROR=1 scripts/test-mlx.sh build-mlx --python --tests cmake/mlx/python/tests --file test_host_memory.py \
+    --test-timeout 300
   quick=()
   for f in array autograd compile constants device double eval graph memory nn ops optimizers threads tree; do
     quick+=(--file "test_$f.py")

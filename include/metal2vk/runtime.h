@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -108,6 +109,9 @@ struct DeviceInfo {
   bool bfloat16CooperativeMatrix = false;            // VK_KHR_shader_bfloat16: bfloat cooperative matrices
   bool bfloat16Type = false;  // VK_KHR_shader_bfloat16's shaderBFloat16Type: the bfloat16 type in shaders
   bool roundingModeRTEFloat16 = false;  // float controls: a module may ask 16-bit results to round to nearest even
+  // VK_EXT_external_memory_host's minImportedHostPointerAlignment: host memory at addresses aligned to it can back
+  // buffers without a copy (Device::importHostMemory). 0: the device cannot import host memory.
+  uint64_t hostImportAlignment = 0;
   bool validationEnabled = false;
 
   // Whether kernels run their native-bfloat16 builds (CompiledModule::nativeBfloat16) on this device: it has
@@ -176,6 +180,13 @@ class Device {
     bool hostCached = false;   // the CPU reads them through its caches (false: uncached reads, e.g. a PCIe BAR)
   };
   SharedMemory sharedMemory() const;
+  // A buffer over host memory the caller owns, without a copy (Metal's newBufferWithBytesNoCopy): the GPU reads and
+  // writes the caller's pages, coherent with the CPU as Memory::Shared is. `pointer` must be aligned to
+  // info().hostImportAlignment; the buffer spans `bytes` rounded up to that alignment, so the pages must stay mapped
+  // that far. contents() is `pointer`. `released` runs once Vulkan no longer holds the memory (after the last
+  // Buffer and every command that used it are gone): the caller may free it then. Throws UnsupportedError where the
+  // device cannot import this memory (no VK_EXT_external_memory_host, misaligned, or the driver refuses it).
+  Buffer importHostMemory(void* pointer, size_t bytes, std::function<void()> released = {});
   // A timeline counter the host and the GPU (Stream::commit with signals) advance; starts at `initialValue`.
   Event createEvent(uint64_t initialValue = 0);
   // Throws UnsupportedError when the device cannot honour the reflection (required subgroup size, capabilities).

@@ -4,10 +4,11 @@
 #include <sys/sysctl.h>
 
 #include <Metal/Metal.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -668,6 +669,45 @@ TEST_F(MetalApi, EventWaitsReturnAfterTheSignallersHandlers) {
   cb->waitUntilCompleted();
 }
 
+// MLX's CPU stream between two GPU operations recorded in one command buffer: the command buffer signals the CPU
+// task's input, then waits for its output. The task's host wait must return when the GPU signals (the command
+// buffer's handlers run only after the wait it blocks).
+TEST_F(MetalApi, HostTaskBetweenTwoSegmentsOfOneCommandBuffer) {
+  const uint32_t n = 256;
+  auto x = sharedBuffer(n), z = sharedBuffer(n), y = sharedBuffer(n);
+  auto fill = pipeline("fill_index"), reverse = pipeline("reverse_plus_one");
+  auto event = NS::TransferPtr(device_->newSharedEvent());
+  auto encode = [&](MTL::CommandBuffer* cb, MTL::ComputePipelineState* state, std::vector<MTL::Buffer*> buffers) {
+    auto* enc = cb->computeCommandEncoder();
+    enc->setComputePipelineState(state);
+    for (size_t i = 0; i < buffers.size(); ++i) enc->setBuffer(buffers[i], 0, i);
+    enc->setBytes(&n, sizeof n, buffers.size());
+    enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(64, 1, 1));
+    enc->endEncoding();
+  };
+  MTL::CommandBuffer* cb = queue_->commandBuffer();
+  encode(cb, fill.get(), {x.get()});
+  cb->encodeSignalEvent(event.get(), 1);
+  cb->encodeWait(event.get(), 2);
+  encode(cb, reverse.get(), {z.get(), y.get()});
+  std::atomic<bool> sawSignal{false};
+  std::thread task([&] {
+    sawSignal = event->waitUntilSignaledValue(1, 20000);
+    // MLX's CPU task takes its pointers when it runs (with host mirrors: x written back, z uploaded before the
+    // second segment).
+    const float* px = floats(x.get());
+    float* pz = static_cast<float*>(z->contents());
+    for (uint32_t i = 0; i < n; ++i) pz[i] = px[i] + 1.0f;
+    event->setSignaledValue(2);
+  });
+  cb->commit();
+  task.join();
+  ASSERT_TRUE(sawSignal) << "the host wait for the first segment's signal did not return";
+  cb->waitUntilCompleted();
+  ASSERT_EQ(cb->status(), MTL::CommandBufferStatusCompleted);
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(y.get())[i], 2.0f * (n - 1 - i) + 2.0f) << i;
+}
+
 TEST_F(MetalApi, FailedCommandBufferReportsAndTheNextRuns) {
   auto state = pipeline("reverse_plus_one");
   auto fill = pipeline("fill_index");
@@ -893,6 +933,67 @@ TEST_F(MetalApi, ReferenceCountingAndAutorelease) {
   EXPECT_TRUE(set->containsAllocation(buffer.get()));
 }
 
+// newBufferWithBytesNoCopy: the GPU reads and writes the caller's memory in place (also under
+// metal.mirrored: such a buffer needs no mirror), and the deallocator runs once the GPU no longer holds it.
+TEST_F(MetalApi, NoCopyBufferWrapsCallerMemory) {
+  const uint64_t importAlignment = m2v::metal::impl<m2v::metal::DeviceImpl>(device_.get())->info().hostImportAlignment;
+  if (!importAlignment) GTEST_SKIP() << "the device cannot import host memory (no VK_EXT_external_memory_host)";
+  const size_t alignment = std::max<size_t>(4096, importAlignment);  // the whole buffer imported alone
+  const uint32_t n = 1000;                                           // 4000 bytes: not a whole page
+  auto* memory = static_cast<float*>(std::aligned_alloc(alignment, 2 * alignment));
+  ASSERT_NE(memory, nullptr);
+  for (uint32_t i = 0; i < n; ++i) memory[i] = -1.0f;
+  std::atomic<int> deallocations{0};
+  auto deallocator = [&](void* pointer, NS::UInteger length) {
+    if (pointer == memory && length == n * sizeof(float)) ++deallocations;
+  };
+  EXPECT_EQ(device_->newBuffer(memory, n * sizeof(float), MTL::ResourceStorageModePrivate, deallocator), nullptr);
+  {  // memory that does not start a page (MLX wraps any host array): the buffer starts at the pointer
+    auto inner = NS::TransferPtr(device_->newBuffer(memory + 3, 16, MTL::ResourceStorageModeShared, nullptr));
+    ASSERT_TRUE(inner);
+    EXPECT_EQ(inner->contents(), memory + 3);
+    auto fill = pipeline("fill_index");
+    runOnBuffer(fill.get(), inner.get(), 4);
+    EXPECT_EQ(memory[2], -1.0f);
+    for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(memory[3 + i], 2.0f * i) << i;
+    EXPECT_EQ(memory[7], -1.0f);
+  }
+  auto x = NS::TransferPtr(device_->newBuffer(memory, n * sizeof(float), MTL::ResourceStorageModeShared, deallocator));
+  ASSERT_TRUE(x) << "the memory was not wrapped";
+  EXPECT_EQ(x->contents(), memory);
+  EXPECT_EQ(x->length(), n * sizeof(float));
+  EXPECT_EQ(deallocations, 0);  // nil answers never call it
+
+  auto fill = pipeline("fill_index"), reverse = pipeline("reverse_plus_one");
+  runOnBuffer(fill.get(), x.get(), 64);  // GPU writes, read through the caller's own pointer
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(memory[i], 2.0f * i) << i;
+  EXPECT_EQ(memory[64], -1.0f);
+
+  auto y = sharedBuffer(n);
+  auto gate = NS::TransferPtr(device_->newSharedEvent());
+  for (uint32_t i = 0; i < n; ++i) memory[i] = float(3 * i);  // CPU writes, read by the next command buffer
+  MTL::CommandBuffer* cb = queue_->commandBuffer();
+  cb->encodeWait(gate.get(), 1);
+  auto* enc = cb->computeCommandEncoder();
+  enc->setComputePipelineState(reverse.get());
+  enc->setBuffer(x.get(), 0, 0);
+  enc->setBuffer(y.get(), 0, 1);
+  enc->setBytes(&n, sizeof n, 2);
+  enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(64, 1, 1));
+  enc->endEncoding();
+  cb->commit();
+  x.reset();  // the in-flight command buffer still holds the memory
+  EXPECT_EQ(deallocations, 0);
+  gate->setSignaledValue(1);
+  cb->waitUntilCompleted();
+  ASSERT_EQ(cb->status(), MTL::CommandBufferStatusCompleted);
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(y.get())[i], float(3 * (n - 1 - i)) + 1.0f) << i;
+  // released by the command buffer once it completed (its handlers may still be running)
+  for (int wait = 0; wait < 500 && deallocations == 0; ++wait) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(deallocations, 1);
+  std::free(memory);
+}
+
 }  // namespace
 
 // Host mirrors (metal/host_mirror.cpp): on a device whose shared memory the CPU reads uncached, contents() is a
@@ -947,7 +1048,7 @@ TEST_F(HostMirror, CpuWritesReachTheNextCommandBuffer) {
 // committed, and uses them after an event wait.
 TEST_F(HostMirror, PointerTakenBeforeCommitSeesTheWritesAfterTheSignal) {
   const uint32_t n = 256;
-  auto x = sharedBuffer(n), y = sharedBuffer(n);
+  auto x = sharedBuffer(n), z = sharedBuffer(n), y = sharedBuffer(n);
   auto fill = pipeline("fill_index"), reverse = pipeline("reverse_plus_one");
   auto event = NS::TransferPtr(device_->newSharedEvent());
   MTL::CommandBuffer* cb = queue_->commandBuffer();
@@ -989,6 +1090,31 @@ TEST_F(HostMirror, CpuTaskBetweenTwoCommandBuffers) {
   second->waitUntilCompleted();
   ASSERT_EQ(second->status(), MTL::CommandBufferStatusCompleted);
   for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(y.get())[i], 6.0f * (n - 1 - i) + 1.0f) << i;
+}
+
+// MLX's CPU task takes its output's pointer when it runs: after the GPU work that reads the output was recorded and
+// committed (waiting for the task's event). What it writes must reach that work.
+TEST_F(HostMirror, CpuWritesAfterTheReaderWasRecorded) {
+  const uint32_t n = 300;
+  auto z = sharedBuffer(n), y = sharedBuffer(n);
+  auto fill = pipeline("fill_index"), reverse = pipeline("reverse_plus_one");
+  auto event = NS::TransferPtr(device_->newSharedEvent());
+  for (int round = 1; round <= 3; ++round) {  // the same buffers again: MLX's allocator reuses them
+    runOnBuffer(fill.get(), z.get(), 64);     // the GPU used z last: nothing the CPU wrote is pending
+    MTL::CommandBuffer* cb = queue_->commandBuffer();
+    cb->encodeWait(event.get(), round);
+    dispatch(cb, reverse.get(), {z.get(), y.get()}, n);
+    cb->commit();
+    std::thread task([&] {
+      float* pz = static_cast<float*>(z->contents());
+      for (uint32_t i = 0; i < n; ++i) pz[i] = float(round * 1000 + i);
+      event->setSignaledValue(round);
+    });
+    task.join();
+    cb->waitUntilCompleted();
+    ASSERT_EQ(cb->status(), MTL::CommandBufferStatusCompleted);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(floats(y.get())[i], float(round * 1000 + n - 1 - i) + 1.0f) << i;
+  }
 }
 
 // contents() after commit and before the writer ran returns at once (the writer waits on the host here), and the

@@ -46,8 +46,10 @@ class Device : public NS::Referencing<Device> {
   CommandQueue* newCommandQueue(NS::UInteger maxCommandBufferCount);
   Buffer* newBuffer(NS::UInteger length, ResourceOptions options);
   Buffer* newBuffer(const void* pointer, NS::UInteger length, ResourceOptions options);
-  // Wrapping caller memory needs host-pointer import, which metal2vk does not do: returns nil, as Metal does for
-  // memory it cannot wrap; callers fall back to a copy.
+  // newBufferWithBytesNoCopy: a shared buffer over the caller's memory (VK_EXT_external_memory_host: the pages
+  // around it), which the GPU reads and writes in place; `deallocator` runs once the GPU no longer holds it. nil
+  // where the device cannot import host memory (callers copy instead). On a discrete GPU the kernels reach such a
+  // buffer over the bus: a copy serves data the GPU reads many times better.
   Buffer* newBuffer(const void* pointer, NS::UInteger length, ResourceOptions options,
                     const std::function<void(void*, NS::UInteger)>& deallocator);
   Heap* newHeap(const HeapDescriptor* descriptor);
