@@ -4,6 +4,8 @@
 // of the lanes it needs and computes the result itself, and a second barrier frees the array for the next word.
 // The lowering guarantees that every thread of the workgroup reaches every emulated call (the barriers need it);
 // the call's last operand says whether the thread is one of Metal's active lanes there.
+#include <algorithm>
+#include <cstring>
 #include <functional>
 
 #include "EmitterImpl.h"
@@ -17,6 +19,29 @@ namespace {
 constexpr uint32_t kSimdWidth = 32;
 constexpr uint32_t kQuadWidth = 4;
 constexpr uint32_t kExchangeSlots = SimdExchangeState::kSlots;
+
+// The operation an emulated call performs ("shuffle_xor", "reduce_add", ...; "" for a call that is not one).
+std::string emulatedOperation(const llvm::CallInst& call) {
+  const llvm::Function* f = call.getCalledFunction();
+  if (!f || !f->getName().starts_with(lower::pseudo::kEmulatedSimdPrefix)) return "";
+  llvm::StringRef op = f->getName().drop_front(std::strlen(lower::pseudo::kEmulatedSimdPrefix));
+  return op.take_until([](char c) { return c == '.'; }).str();
+}
+
+// Whether the call exchanges the words of its first operand's components (shuffles, broadcasts, reductions, scans;
+// not votes, which exchange predicate bits, nor barriers).
+bool exchangesOperandWords(const std::string& name) {
+  if (name.rfind("simd_", 0) != 0 && name.rfind("quad_", 0) != 0) return false;
+  const std::string op = name.substr(5);
+  return op != "ballot" && op != "all" && op != "any" && op != "is_first";
+}
+
+// The bit width of the scalar values such a call exchanges, or 0 where emulation cannot exchange them.
+unsigned exchangedBits(const llvm::Type* scalar) {
+  unsigned bits = scalar->isIntegerTy(1) ? 1 : scalar->getPrimitiveSizeInBits();
+  if (scalar->isBFloatTy() || !(bits == 1 || bits == 8 || bits == 16 || bits == 32 || bits == 64)) return 0;
+  return bits;
+}
 }  // namespace
 
 // kExchangeSlots words per thread: slot k of thread i at k * stride + i, the stride being the threadgroup rounded up
@@ -38,6 +63,100 @@ Id Emitter::simdExchange() {
   b_.name(simdExchange_, "m2v_simd_exchange");
   interface_.push_back(simdExchange_);
   return simdExchange_;
+}
+
+// Stores, with one barrier for all, the words of `call`'s operand and of the operands of the emulated calls after it
+// in its block that are already computed, as many as the free slots hold; each call then finds its words in place
+// and only reads. An 8x8 matrix multiply (twelve shuffles of two fragments) costs one publishing barrier instead of
+// four. Every thread reaches all the calls of the block (the lowering guarantees it), so all publish the same words.
+void Emitter::publishSimdOperands(const llvm::CallInst& call) {
+  SimdExchangeState& slots = simdExchangeState_;
+  struct Word {
+    SimdExchangeState::Key key;
+    const llvm::Value* operand;
+    unsigned component;
+  };
+  std::vector<Word> wanted;
+  auto isWanted = [&](const SimdExchangeState::Key& key) {
+    return std::any_of(wanted.begin(), wanted.end(), [&](const Word& w) { return w.key == key; });
+  };
+  auto available = [&](const llvm::Value* v) {
+    auto* def = llvm::dyn_cast<llvm::Instruction>(v);
+    return !def || def->getParent() != call.getParent() || def == &call || def->comesBefore(&call);
+  };
+  for (const llvm::Instruction* i = &call; i && wanted.size() < kExchangeSlots; i = i->getNextNode()) {
+    auto* next = llvm::dyn_cast<llvm::CallInst>(i);
+    if (!next || !exchangesOperandWords(emulatedOperation(*next))) continue;
+    const llvm::Value* operand = next->getArgOperand(0);
+    if (operand == &call || !available(operand)) continue;
+    llvm::Type* t = operand->getType();
+    unsigned bits = exchangedBits(t->getScalarType());
+    if (!bits) continue;
+    unsigned components = t->isVectorTy() ? llvm::cast<llvm::FixedVectorType>(t)->getNumElements() : 1;
+    for (unsigned c = 0; c < components; ++c)
+      for (unsigned k = 0; k < (bits == 64 ? 2u : 1u); ++k) {
+        SimdExchangeState::Key key{operand, c, k, false};
+        if (!isWanted(key)) wanted.push_back({key, operand, c});
+      }
+  }
+  if (wanted.size() > kExchangeSlots) wanted.resize(kExchangeSlots);
+  // Slots to fill: round robin from `next`, past those that hold a wanted word already.
+  struct Store {
+    uint32_t slot;
+    const Word* word;
+    SimdExchangeState::Key replaced;
+  };
+  std::vector<Store> stores;
+  bool overwritesRead = false;
+  uint32_t slot = slots.next;
+  for (const Word& w : wanted) {
+    if (std::find(slots.held.begin(), slots.held.end(), w.key) != slots.held.end()) continue;
+    for (uint32_t tries = 0; tries < kExchangeSlots && isWanted(slots.held[slot]); ++tries)
+      slot = (slot + 1) % kExchangeSlots;
+    if (isWanted(slots.held[slot])) break;
+    overwritesRead |= slots.readSinceBarrier[slot];
+    stores.push_back({slot, &w, slots.held[slot]});
+    slots.held[slot] = w.key;  // claimed
+    slot = (slot + 1) % kExchangeSlots;
+  }
+  if (stores.size() < 2) {  // one word: emitEmulatedSimd publishes it as it goes
+    for (const Store& st : stores) slots.held[st.slot] = st.replaced;
+    return;
+  }
+  Id scope = constU32(static_cast<uint32_t>(spv::Scope::Workgroup));
+  Id semantics = constU32(static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease) |
+                          static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory) |
+                          static_cast<uint32_t>(spv::MemorySemanticsMask::UniformMemory));
+  if (overwritesRead) b_.opNoResult(Op::OpControlBarrier, {scope, scope, semantics});
+  Id exchange = simdExchange();
+  Id wordPtr = b_.typePointer(spv::StorageClass::Workgroup, u32());
+  Id index = builtinInput(spv::BuiltIn::LocalInvocationIndex, u32());
+  for (const Store& st : stores) {
+    llvm::Type* t = st.word->operand->getType();
+    llvm::Type* scalar = t->getScalarType();
+    Id v = value(st.word->operand);
+    if (t->isVectorTy()) v = b_.op(Op::OpCompositeExtract, typeOf(scalar), {v, st.word->component});
+    Id word = simdWords(scalar, v)[std::get<2>(st.word->key)];
+    Id at = b_.op(Op::OpIAdd, u32(), {b_.op(Op::OpIMul, u32(), {constU32(st.slot), simdExchangeStride_}), index});
+    b_.opNoResult(Op::OpStore, {b_.op(Op::OpAccessChain, wordPtr, {exchange, at}), word});
+  }
+  b_.opNoResult(Op::OpControlBarrier, {scope, scope, semantics});
+  slots.readSinceBarrier.fill(false);
+  slots.next = slot;
+}
+
+// The 32-bit words a scalar of type `scalar` travels in: a predicate as 0/1, narrower values widened, 64-bit values
+// as low and high words.
+std::vector<Id> Emitter::simdWords(llvm::Type* scalar, Id v) {
+  unsigned bits = exchangedBits(scalar);
+  if (bits == 1) return {b_.op(Op::OpSelect, u32(), {v, constU32(1), constU32(0)})};
+  Id intType = b_.typeInt(bits);
+  Id asInt = scalar->isFloatingPointTy() ? b_.op(Op::OpBitcast, intType, {v}) : v;
+  if (bits < 32) return {b_.op(Op::OpUConvert, u32(), {asInt})};
+  if (bits == 32) return {asInt};
+  Id lo = b_.op(Op::OpUConvert, u32(), {asInt});
+  Id hi = b_.op(Op::OpUConvert, u32(), {b_.op(Op::OpShiftRightLogical, intType, {asInt, b_.constant(intType, 32)})});
+  return {lo, hi};
 }
 
 Id Emitter::emitEmulatedSimd(const llvm::CallInst& call, const std::string& name) {
@@ -99,6 +218,7 @@ Id Emitter::emitEmulatedSimd(const llvm::CallInst& call, const std::string& name
     slots = SimdExchangeState{};
     slots.block = call.getParent();
   }
+  if (exchangesOperandWords(name)) publishSimdOperands(call);
   auto exchangeWord = [&](const SimdExchangeState::Key& key, const std::function<Id()>& word,
                           const std::vector<Id>& lanes) {
     uint32_t slot = kExchangeSlots;
@@ -174,22 +294,15 @@ Id Emitter::emitEmulatedSimd(const llvm::CallInst& call, const std::string& name
   // Operations on values, one scalar component at a time, each through one or two words.
   llvm::Type* st = t->getScalarType();
   unsigned components = t->isVectorTy() ? llvm::cast<llvm::FixedVectorType>(t)->getNumElements() : 1;
-  unsigned bits = st->isIntegerTy(1) ? 1 : st->getPrimitiveSizeInBits();
-  if (st->isBFloatTy() || !(bits == 1 || bits == 8 || bits == 16 || bits == 32 || bits == 64))
-    unsupported(&call, "an emulated simdgroup function of " + std::to_string(bits) + "-bit values");
+  unsigned bits = exchangedBits(st);
+  if (!bits)
+    unsupported(&call,
+                "an emulated simdgroup function of " + std::to_string(st->getPrimitiveSizeInBits()) + "-bit values");
   bool isFloat = st->isFloatingPointTy();
   bool isBool = bits == 1;
   Id scalarType = typeOf(st);
   Id intType = isBool ? u32() : b_.typeInt(bits);
-  auto toWords = [&](Id v) -> std::vector<Id> {
-    if (isBool) return {boolWord(v)};
-    Id asInt = isFloat ? b_.op(Op::OpBitcast, intType, {v}) : v;
-    if (bits < 32) return {b_.op(Op::OpUConvert, u32(), {asInt})};
-    if (bits == 32) return {asInt};
-    Id lo = b_.op(Op::OpUConvert, u32(), {asInt});
-    Id hi = b_.op(Op::OpUConvert, u32(), {b_.op(Op::OpShiftRightLogical, intType, {asInt, b_.constant(intType, 32)})});
-    return {lo, hi};
-  };
+  auto toWords = [&](Id v) { return simdWords(st, v); };
   auto fromWords = [&](const std::vector<Id>& words) -> Id {
     if (isBool) return b_.op(Op::OpINotEqual, boolType(), {words[0], constU32(0)});
     Id asInt;
