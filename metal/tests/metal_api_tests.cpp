@@ -137,6 +137,17 @@ class MetalApi : public ::testing::Test {
     cb->waitUntilCompleted();
   }
 
+  // An encoder of `cb` running `state` over n threads with `buffers` at 0.. and n after them.
+  void dispatch(MTL::CommandBuffer* cb, MTL::ComputePipelineState* state, std::vector<MTL::Buffer*> buffers,
+                uint32_t n) {
+    auto* enc = cb->computeCommandEncoder();
+    enc->setComputePipelineState(state);
+    for (size_t i = 0; i < buffers.size(); ++i) enc->setBuffer(buffers[i], 0, i);
+    enc->setBytes(&n, sizeof n, buffers.size());
+    enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(64, 1, 1));
+    enc->endEncoding();
+  }
+
   static inline NS::SharedPtr<MTL::Device> device_;
   static inline NS::SharedPtr<MTL::Library> library_;
   static inline NS::SharedPtr<MTL::CommandQueue> queue_;
@@ -677,19 +688,11 @@ TEST_F(MetalApi, HostTaskBetweenTwoSegmentsOfOneCommandBuffer) {
   auto x = sharedBuffer(n), z = sharedBuffer(n), y = sharedBuffer(n);
   auto fill = pipeline("fill_index"), reverse = pipeline("reverse_plus_one");
   auto event = NS::TransferPtr(device_->newSharedEvent());
-  auto encode = [&](MTL::CommandBuffer* cb, MTL::ComputePipelineState* state, std::vector<MTL::Buffer*> buffers) {
-    auto* enc = cb->computeCommandEncoder();
-    enc->setComputePipelineState(state);
-    for (size_t i = 0; i < buffers.size(); ++i) enc->setBuffer(buffers[i], 0, i);
-    enc->setBytes(&n, sizeof n, buffers.size());
-    enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(64, 1, 1));
-    enc->endEncoding();
-  };
   MTL::CommandBuffer* cb = queue_->commandBuffer();
-  encode(cb, fill.get(), {x.get()});
+  dispatch(cb, fill.get(), {x.get()}, n);
   cb->encodeSignalEvent(event.get(), 1);
   cb->encodeWait(event.get(), 2);
-  encode(cb, reverse.get(), {z.get(), y.get()});
+  dispatch(cb, reverse.get(), {z.get(), y.get()}, n);
   std::atomic<bool> sawSignal{false};
   std::thread task([&] {
     sawSignal = event->waitUntilSignaledValue(1, 20000);
@@ -974,13 +977,7 @@ TEST_F(MetalApi, NoCopyBufferWrapsCallerMemory) {
   for (uint32_t i = 0; i < n; ++i) memory[i] = float(3 * i);  // CPU writes, read by the next command buffer
   MTL::CommandBuffer* cb = queue_->commandBuffer();
   cb->encodeWait(gate.get(), 1);
-  auto* enc = cb->computeCommandEncoder();
-  enc->setComputePipelineState(reverse.get());
-  enc->setBuffer(x.get(), 0, 0);
-  enc->setBuffer(y.get(), 0, 1);
-  enc->setBytes(&n, sizeof n, 2);
-  enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(64, 1, 1));
-  enc->endEncoding();
+  dispatch(cb, reverse.get(), {x.get(), y.get()}, n);
   cb->commit();
   x.reset();  // the in-flight command buffer still holds the memory
   EXPECT_EQ(deallocations, 0);
@@ -1007,15 +1004,6 @@ class HostMirror : public MetalApi {
     if (!m2v::metal::impl<m2v::metal::DeviceImpl>(device_.get())->mirrorsSharedBuffers)
       GTEST_SKIP() << "shared buffers are not mirrored on this device (M2V_HOST_MIRROR=1 forces mirrors; the "
                       "metal.mirrored test runs these so)";
-  }
-  void dispatch(MTL::CommandBuffer* cb, MTL::ComputePipelineState* state, std::vector<MTL::Buffer*> buffers,
-                uint32_t n) {
-    auto* enc = cb->computeCommandEncoder();
-    enc->setComputePipelineState(state);
-    for (size_t i = 0; i < buffers.size(); ++i) enc->setBuffer(buffers[i], 0, i);
-    enc->setBytes(&n, sizeof n, buffers.size());
-    enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(64, 1, 1));
-    enc->endEncoding();
   }
 };
 
