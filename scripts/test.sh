@@ -20,7 +20,8 @@ if [ -f "$mlx/mlx/version.h" ]; then
   # lavapipe): emulated, MLX's GEMMs (simdgroup_matrix) take minutes per call there, beyond CI's time.
   export M2V_SIMDGROUPS=native
   # Ours on MLX's Python package: quantization against MLX's CPU backend, mlx-lm end to end, a runaway custom kernel
-  # stopped (the first two skip, saying why, where the GPU cannot run MLX's kernels: lavapipe's 8-lane subgroups).
+  # stopped, CPU/GPU coherence and adopted host arrays (the first two skip, saying why, where the GPU cannot run
+  # MLX's kernels: lavapipe's 8-lane subgroups).
   scripts/test-mlx.sh build-mlx --python --tests cmake/mlx/python/tests --file test_quantized_matrix.py \
     --file test_mlx_lm_greedy.py --file test_runaway_kernel.py --file test_host_memory.py --test-timeout 600
   # MLX's unified-memory rules again through the host mirrors a discrete GPU gets (docs/METAL_API.md).
