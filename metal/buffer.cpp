@@ -26,6 +26,20 @@ std::optional<m2v::Device::Memory> memoryFor(MTL::ResourceOptions options) {
   }
 }
 
+// A buffer of its own (not a heap's) over `backing`, counted in the device's allocated size.
+BufferImpl* newDeviceBuffer(DeviceImpl* device, m2v::Buffer backing, uint64_t generation, size_t length,
+                            size_t allocated, MTL::ResourceOptions options) {
+  auto* buffer = new BufferImpl;
+  buffer->device = NS::RetainPtr(device);
+  buffer->backing = std::move(backing);
+  buffer->generation = generation;
+  buffer->length = length;
+  buffer->allocated = allocated;
+  buffer->options = options;
+  device->allocatedBytes.fetch_add(allocated);
+  return buffer;
+}
+
 }  // namespace
 
 BufferImpl::~BufferImpl() {
@@ -81,15 +95,9 @@ Buffer* Device::newBuffer(NS::UInteger length, ResourceOptions options) {
   } catch (const std::exception&) {
     return nullptr;  // out of memory: Metal returns nil
   }
-  auto* buffer = new BufferImpl;
+  BufferImpl* buffer =
+      newDeviceBuffer(device, std::move(backing), generation, length, roundUp(length, kPageBytes), options);
   if (mirrored) buffer->mirror = std::make_unique<HostMirror>();
-  buffer->device = NS::RetainPtr(device);
-  buffer->backing = std::move(backing);
-  buffer->generation = generation;
-  buffer->length = length;
-  buffer->allocated = roundUp(length, kPageBytes);
-  buffer->options = options;
-  device->allocatedBytes.fetch_add(buffer->allocated);
   return buffer;
 }
 
@@ -121,15 +129,8 @@ Buffer* Device::newBuffer(const void* pointer, NS::UInteger length, ResourceOpti
   } catch (const std::exception&) {
     return nullptr;  // the driver would not import it: nil, as Metal answers for memory it cannot wrap
   }
-  auto* buffer = new BufferImpl;
-  buffer->device = NS::RetainPtr(device);
-  buffer->backing = std::move(backing);
-  buffer->generation = generation;
+  BufferImpl* buffer = newDeviceBuffer(device, std::move(backing), generation, length, span, options);
   buffer->offset = address - first;
-  buffer->length = length;
-  buffer->allocated = span;
-  buffer->options = options;
-  device->allocatedBytes.fetch_add(buffer->allocated);
   return buffer;
 }
 

@@ -109,12 +109,22 @@ void* mirroredContents(BufferImpl* buffer) {
   return m.host ? m.host.contents() : m.orphan.get();
 }
 
+namespace {
+
+// Whether segment `segment` of `commandBuffer` must upload the host copy before it uses the buffer (under m.mutex):
+// the CPU may have written it since the last upload, except in the segment whose write-back contents() asked for.
+bool uploadsHostCopy(const HostMirror& m, const CommandBufferImpl& commandBuffer, size_t segment) {
+  const bool beforeWriteback = m.writebackCommandBuffer == commandBuffer.serial && m.writebackSegment == segment;
+  return m.hostMayBeNewer && m.host && !beforeWriteback;
+}
+
+}  // namespace
+
 void recordUse(CommandBufferImpl* commandBuffer, m2v::Stream& stream, BufferImpl* buffer, bool writes) {
   HostMirror& m = *buffer->mirror;
   std::lock_guard lock(m.mutex);
   const size_t segment = commandBuffer->segments.size() - 1;
-  const bool beforeWriteback = m.writebackCommandBuffer == commandBuffer->serial && m.writebackSegment == segment;
-  if (m.hostMayBeNewer && m.host && !beforeWriteback) {
+  if (uploadsHostCopy(m, *commandBuffer, segment)) {
     stream.barrier();  // after the GPU's earlier uses of the device copy
     stream.copy(m.host, 0, buffer->backing, 0, buffer->length);
     stream.barrier();
@@ -134,9 +144,7 @@ std::optional<m2v::Stream::EventSignal> uploadCpuWrites(CommandBufferImpl* comma
   for (const NS::SharedPtr<BufferImpl>& buffer : commandBuffer->segments[segment].mirroredUses) {
     HostMirror& m = *buffer->mirror;
     std::lock_guard lock(m.mutex);
-    // As recordUse: not in the segment whose write-back contents() asked for.
-    const bool beforeWriteback = m.writebackCommandBuffer == commandBuffer->serial && m.writebackSegment == segment;
-    if (m.hostMayBeNewer && m.host && !beforeWriteback) {
+    if (uploadsHostCopy(m, *commandBuffer, segment)) {
       uploads.push_back(buffer);
       m.hostMayBeNewer = false;
     }

@@ -65,6 +65,22 @@ Id Emitter::simdExchange() {
   return simdExchange_;
 }
 
+// The barrier around exchanges: the whole workgroup waits, and its workgroup (and buffer) memory is ordered.
+void Emitter::simdExchangeBarrier() {
+  Id scope = constU32(static_cast<uint32_t>(spv::Scope::Workgroup));
+  Id semantics = constU32(static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease) |
+                          static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory) |
+                          static_cast<uint32_t>(spv::MemorySemanticsMask::UniformMemory));
+  b_.opNoResult(Op::OpControlBarrier, {scope, scope, semantics});
+}
+
+// The word of thread `index` (its LocalInvocationIndex) in exchange slot `slot`.
+void Emitter::storeSimdWord(uint32_t slot, Id index, Id word) {
+  Id at = b_.op(Op::OpIAdd, u32(), {b_.op(Op::OpIMul, u32(), {constU32(slot), simdExchangeStride_}), index});
+  Id wordPtr = b_.typePointer(spv::StorageClass::Workgroup, u32());
+  b_.opNoResult(Op::OpStore, {b_.op(Op::OpAccessChain, wordPtr, {simdExchange(), at}), word});
+}
+
 // Stores, with one barrier for all, the words of `call`'s operand and of the operands of the emulated calls after it
 // in its block that are already computed, as many as the free slots hold; each call then finds its words in place
 // and only reads. An 8x8 matrix multiply (twelve shuffles of two fragments) costs one publishing barrier instead of
@@ -123,24 +139,16 @@ void Emitter::publishSimdOperands(const llvm::CallInst& call) {
     for (const Store& st : stores) slots.held[st.slot] = st.replaced;
     return;
   }
-  Id scope = constU32(static_cast<uint32_t>(spv::Scope::Workgroup));
-  Id semantics = constU32(static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease) |
-                          static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory) |
-                          static_cast<uint32_t>(spv::MemorySemanticsMask::UniformMemory));
-  if (overwritesRead) b_.opNoResult(Op::OpControlBarrier, {scope, scope, semantics});
-  Id exchange = simdExchange();
-  Id wordPtr = b_.typePointer(spv::StorageClass::Workgroup, u32());
+  if (overwritesRead) simdExchangeBarrier();
   Id index = builtinInput(spv::BuiltIn::LocalInvocationIndex, u32());
   for (const Store& st : stores) {
     llvm::Type* t = st.word->operand->getType();
     llvm::Type* scalar = t->getScalarType();
     Id v = value(st.word->operand);
     if (t->isVectorTy()) v = b_.op(Op::OpCompositeExtract, typeOf(scalar), {v, st.word->component});
-    Id word = simdWords(scalar, v)[std::get<2>(st.word->key)];
-    Id at = b_.op(Op::OpIAdd, u32(), {b_.op(Op::OpIMul, u32(), {constU32(st.slot), simdExchangeStride_}), index});
-    b_.opNoResult(Op::OpStore, {b_.op(Op::OpAccessChain, wordPtr, {exchange, at}), word});
+    storeSimdWord(st.slot, index, simdWords(scalar, v)[std::get<2>(st.word->key)]);
   }
-  b_.opNoResult(Op::OpControlBarrier, {scope, scope, semantics});
+  simdExchangeBarrier();
   slots.readSinceBarrier.fill(false);
   slots.next = slot;
 }
@@ -164,12 +172,8 @@ Id Emitter::emitEmulatedSimd(const llvm::CallInst& call, const std::string& name
   unsigned operands = call.arg_size() - 1;
   const llvm::Value* activeValue = call.getArgOperand(operands);
   bool allActive = llvm::isa<llvm::ConstantInt>(activeValue) && llvm::cast<llvm::ConstantInt>(activeValue)->isOne();
-  Id scope = constU32(static_cast<uint32_t>(spv::Scope::Workgroup));
-  Id semantics = constU32(static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease) |
-                          static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory) |
-                          static_cast<uint32_t>(spv::MemorySemanticsMask::UniformMemory));
   if (name == "simdgroup_barrier") {  // the whole threadgroup waits: a superset of the simdgroup
-    b_.opNoResult(Op::OpControlBarrier, {scope, scope, semantics});
+    simdExchangeBarrier();
     return 0;
   }
   if (name == "workgroup_any") {
@@ -187,12 +191,12 @@ Id Emitter::emitEmulatedSimd(const llvm::CallInst& call, const std::string& name
     // would race with it, and workgroup memory starts undefined.
     Id wgScope = constU32(static_cast<uint32_t>(spv::Scope::Workgroup));
     Id relaxed = constU32(0);
-    b_.opNoResult(Op::OpControlBarrier, {scope, scope, semantics});
+    simdExchangeBarrier();
     b_.op(Op::OpAtomicAnd, u32(),
           {count, wgScope, relaxed, b_.op(Op::OpSelect, u32(), {first, constU32(0), constU32(~0u)})});
-    b_.opNoResult(Op::OpControlBarrier, {scope, scope, semantics});
+    simdExchangeBarrier();
     b_.op(Op::OpAtomicIAdd, u32(), {count, wgScope, relaxed, one});
-    b_.opNoResult(Op::OpControlBarrier, {scope, scope, semantics});
+    simdExchangeBarrier();
     return b_.op(Op::OpINotEqual, boolType(), {b_.op(Op::OpLoad, u32(), {count}), constU32(0)});
   }
   bool isQuad = name.rfind("quad_", 0) == 0;
@@ -208,7 +212,6 @@ Id Emitter::emitEmulatedSimd(const llvm::CallInst& call, const std::string& name
   Id threads = b_.op(Op::OpIMul, u32(), {b_.op(Op::OpIMul, u32(), {part(0), part(1)}), part(2)});
   Id exchange = simdExchange();
   Id wordPtr = b_.typePointer(spv::StorageClass::Workgroup, u32());
-  auto barrier = [&] { b_.opNoResult(Op::OpControlBarrier, {scope, scope, semantics}); };
   auto laneConst = [&](uint32_t j) { return constU32(j); };
   // Every thread publishes a word (`key` names it: an LLVM value, its component and word), then reads the words of
   // the group's lanes `lanes` (u32 ids, 0..width-1). A word still in a slot from earlier in this block is read
@@ -227,10 +230,9 @@ Id Emitter::emitEmulatedSimd(const llvm::CallInst& call, const std::string& name
     if (slot == kExchangeSlots) {
       slot = slots.next;
       slots.next = (slots.next + 1) % kExchangeSlots;
-      if (slots.readSinceBarrier[slot]) barrier();
-      Id at = b_.op(Op::OpIAdd, u32(), {b_.op(Op::OpIMul, u32(), {constU32(slot), simdExchangeStride_}), index});
-      b_.opNoResult(Op::OpStore, {b_.op(Op::OpAccessChain, wordPtr, {exchange, at}), word()});
-      barrier();
+      if (slots.readSinceBarrier[slot]) simdExchangeBarrier();
+      storeSimdWord(slot, index, word());
+      simdExchangeBarrier();
       slots.readSinceBarrier.fill(false);
       slots.held[slot] = key;
     }

@@ -188,6 +188,8 @@ class Emitter {
   Id subgroupSize();
   Id emitEmulatedSimd(const llvm::CallInst& call, const std::string& name);  // EmitSimdEmulation.cpp
   Id simdExchange();
+  void simdExchangeBarrier();
+  void storeSimdWord(uint32_t slot, Id index, Id word);
   void publishSimdOperands(const llvm::CallInst& call);
   std::vector<Id> simdWords(llvm::Type* scalar, Id v);
   void useSubgroups(spv::Capability c);

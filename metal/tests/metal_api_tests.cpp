@@ -1036,7 +1036,7 @@ TEST_F(HostMirror, CpuWritesReachTheNextCommandBuffer) {
 // committed, and uses them after an event wait.
 TEST_F(HostMirror, PointerTakenBeforeCommitSeesTheWritesAfterTheSignal) {
   const uint32_t n = 256;
-  auto x = sharedBuffer(n), z = sharedBuffer(n), y = sharedBuffer(n);
+  auto x = sharedBuffer(n), y = sharedBuffer(n);
   auto fill = pipeline("fill_index"), reverse = pipeline("reverse_plus_one");
   auto event = NS::TransferPtr(device_->newSharedEvent());
   MTL::CommandBuffer* cb = queue_->commandBuffer();
